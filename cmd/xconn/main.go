@@ -1,0 +1,53 @@
+// Command xconn runs xAgent connectors, an embedded xAgent host for trying
+// them, the conformance suite and the validators of the xAgent Connector
+// protocol 3.0. Run "xconn help" for the commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// exitError carries a process exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// run executes the CLI with args and returns the process exit code: 0 on
+// success, 1 when the command ran and found a failure, 2 on usage errors.
+func run(ctx context.Context, args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(os.Stderr, "xconn:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "xconn:", err)
+	return 2 // cobra's own errors are usage errors
+}
