@@ -1,0 +1,179 @@
+package redact
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+)
+
+const canary = "canary-SECRET-7f3a9c"
+
+func TestIsSecretKey(t *testing.T) {
+	tests := []struct {
+		key  string
+		want bool
+	}{
+		{"api_key", true}, {"APIKEY", true}, {"X-Api-Key", true}, {"token", true},
+		{"x_token", true}, {"botToken", true}, {"bot_token", true}, {"password", true},
+		{"client_secret", true}, {"Authorization", true}, {"access_code", true},
+		{"Set-Cookie", true}, {"refresh_token", true}, {"private_key", true},
+		{"token_count", false}, {"text", false}, {"channel", false}, {"key", false},
+		{"", false}, {"user", false}, {"secretary_name", false},
+	}
+	for _, tt := range tests {
+		if got := IsSecretKey(tt.key); got != tt.want {
+			t.Errorf("IsSecretKey(%q) = %v, want %v", tt.key, got, tt.want)
+		}
+	}
+}
+
+func TestSecretsScrub(t *testing.T) {
+	s := NewSecrets(0)
+	s.Add(canary, "short", "abcdefgh", "abcdefghijkl")
+	if s.Len() != 3 {
+		t.Fatalf("Len = %d, want 3 (short value ignored)", s.Len())
+	}
+	tests := []struct{ in, want string }{
+		{"token=" + canary + " end", "token=[REDACTED] end"},
+		{canary + canary, "[REDACTED][REDACTED]"},
+		{"a short word", "a short word"},
+		{"x abcdefghijkl y", "x [REDACTED] y"}, // longer secret wins over its prefix
+		{"x abcdefgh y", "x [REDACTED] y"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := s.Scrub(tt.in); got != tt.want {
+			t.Errorf("Scrub(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	s.Remove(canary)
+	if got := s.Scrub(canary); got != canary {
+		t.Errorf("after Remove, Scrub = %q", got)
+	}
+	var nilSet *Secrets
+	nilSet.Add(canary)
+	if nilSet.Scrub(canary) != canary || nilSet.Len() != 0 {
+		t.Error("nil Secrets must scrub nothing")
+	}
+}
+
+func TestSecretsBoundDropsOldest(t *testing.T) {
+	s := NewSecrets(3)
+	s.Add("secret-1", "secret-2", "secret-3")
+	s.Add("secret-1") // refresh: now newest
+	s.Add("secret-4") // evicts secret-2
+	if s.Len() != 3 {
+		t.Fatalf("Len = %d, want 3", s.Len())
+	}
+	got := s.Scrub("secret-1 secret-2 secret-3 secret-4")
+	if want := "[REDACTED] secret-2 [REDACTED] [REDACTED]"; got != want {
+		t.Fatalf("Scrub = %q, want %q", got, want)
+	}
+}
+
+func TestSecretsConcurrent(t *testing.T) {
+	s := NewSecrets(100)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for j := range 200 {
+				v := fmt.Sprintf("value-%d-%d", i, j)
+				s.Add(v)
+				if got := s.Scrub("<" + v + ">"); got != "<[REDACTED]>" && got != "<"+v+">" {
+					t.Errorf("Scrub = %q", got)
+				}
+				if j%3 == 0 {
+					s.Remove(v)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if s.Len() > 100 {
+		t.Fatalf("Len = %d exceeds the bound 100", s.Len())
+	}
+}
+
+type stringer string
+
+func (s stringer) String() string { return string(s) }
+
+func TestHandlerRedactsCanaryAtDebug(t *testing.T) {
+	var buf bytes.Buffer
+	secrets := NewSecrets(10)
+	secrets.Add(canary)
+	log := slog.New(NewHandler(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}), secrets))
+
+	log.Debug("login with "+canary,
+		"api_key", "k-123456789",
+		"X-Bot-Token", 42,
+		"note", "value "+canary,
+		"err", errors.New("dial https://h/?t="+canary),
+		"target", stringer("url "+canary),
+		"raw", []byte(canary),
+		slog.Group("auth", "password", "hunter22", "user", "bob", slog.Group("deep", "text", canary)),
+	)
+	log.With("cookie", "sess=abcdef", "ctx", canary).WithGroup("g").Debug("x", "authorization", "Bearer zzzzzz", "plain", "ok")
+
+	out := buf.String()
+	for _, leak := range []string{canary, "k-123456789", "hunter22", "sess=abcdef", "Bearer zzzzzz"} {
+		if strings.Contains(out, leak) {
+			t.Errorf("log output leaks %q:\n%s", leak, out)
+		}
+	}
+	for _, keep := range []string{`"user":"bob"`, `"plain":"ok"`, `"X-Bot-Token":"[REDACTED]"`, `"g":{`, `"msg":"login with [REDACTED]"`} {
+		if !strings.Contains(out, keep) {
+			t.Errorf("log output lacks %s:\n%s", keep, out)
+		}
+	}
+	if n := strings.Count(out, Redacted); n < 12 {
+		t.Errorf("only %d redactions:\n%s", n, out)
+	}
+}
+
+func TestHandlerEnabledFollowsWrapped(t *testing.T) {
+	h := NewHandler(slog.NewTextHandler(&bytes.Buffer{}, &slog.HandlerOptions{Level: slog.LevelInfo}), nil)
+	if h.Enabled(t.Context(), slog.LevelDebug) || !h.Enabled(t.Context(), slog.LevelError) {
+		t.Fatal("Enabled does not follow the wrapped handler")
+	}
+}
+
+func ExampleNewHandler() {
+	secrets := NewSecrets(0)
+	secrets.Add("tg-123456:ABCDEF")
+	h := slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	})
+	log := slog.New(NewHandler(h, secrets))
+	log.Info("calling https://api.telegram.org/bottg-123456:ABCDEF/getMe", "bot_token", "tg-123456:ABCDEF", "chat", "42")
+	// Output:
+	// level=INFO msg="calling https://api.telegram.org/bot[REDACTED]/getMe" bot_token=[REDACTED] chat=42
+}
+
+func FuzzScrub(f *testing.F) {
+	f.Add("prefix "+canary+" suffix", canary)
+	f.Add("aaaaaaaaaa", "aaaaaa")
+	f.Fuzz(func(t *testing.T, text, secret string) {
+		s := NewSecrets(4)
+		s.Add(secret)
+		got := s.Scrub(text)
+		if len(secret) >= MinSecretLen && !strings.Contains(Redacted, secret) && strings.Contains(got, secret) {
+			// A secret may re-form across a replacement boundary only if it
+			// overlaps "[REDACTED]"; otherwise it must be gone.
+			if !strings.Contains(strings.ReplaceAll(got, Redacted, "\x00"), secret) {
+				return
+			}
+			t.Fatalf("Scrub(%q) = %q still contains %q", text, got, secret)
+		}
+	})
+}

@@ -1,0 +1,256 @@
+package wsconn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+
+	"github.com/xconn/xconn/protocol"
+)
+
+// Handler receives each inbound frame on the reader goroutine. It must not
+// block (hand work off). env is nil when err != nil; err is a
+// *protocol.Error with code invalid_packet for a binary frame or malformed
+// JSON; raw is the frame bytes, owned by the handler from then on.
+type Handler func(env *protocol.Envelope, raw []byte, err error)
+
+// maxCloseReason is the longest close reason a close frame can carry.
+const maxCloseReason = 123
+
+// Conn is one data-plane WebSocket. It is created by [Accept] or [Dial] and
+// owned by whoever calls [Conn.Run]; Send, SendRaw, Close, Done and
+// Subprotocol are safe for concurrent use from any goroutine.
+type Conn struct {
+	ws    *websocket.Conn
+	opts  Options
+	queue chan []byte
+
+	closeReq chan struct{} // closed by the first Close
+	readEnd  chan struct{} // closed when the read loop has ended
+	done     chan struct{} // closed when the connection is finished
+
+	mu      sync.Mutex
+	started bool
+	closing bool
+	code    websocket.StatusCode
+	reason  string
+}
+
+func newConn(ws *websocket.Conn, opts Options) *Conn {
+	opts = opts.withDefaults()
+	ws.SetReadLimit(opts.ReadLimit)
+	return &Conn{
+		ws:       ws,
+		opts:     opts,
+		queue:    make(chan []byte, opts.SendQueue),
+		closeReq: make(chan struct{}),
+		readEnd:  make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+}
+
+// Run starts the writer and reads until the socket closes or ctx ends; it
+// returns only after both goroutines have stopped. Call it exactly once. A
+// nil h discards inbound frames.
+//
+// Run returns nil after a local [Conn.Close] (ErrClosed when Close came
+// before Run), ctx.Err() when ctx ended, and
+// otherwise the read error (use websocket.CloseStatus to get the peer's close
+// code).
+func (c *Conn) Run(ctx context.Context, h Handler) error {
+	c.mu.Lock()
+	if c.started {
+		c.mu.Unlock()
+		return errors.New("wsconn: Run called more than once")
+	}
+	if c.closing {
+		c.mu.Unlock()
+		<-c.done // Close without Run finishes the connection itself
+		return ErrClosed
+	}
+	c.started = true
+	c.mu.Unlock()
+	defer close(c.done)
+
+	var wg sync.WaitGroup
+	wg.Go(c.writeLoop)
+	err := c.readLoop(ctx, h)
+	close(c.readEnd)
+	_ = c.ws.CloseNow() // unblocks the writer; waits for a Close in progress
+	wg.Wait()
+
+	c.mu.Lock()
+	local := c.closing
+	c.mu.Unlock()
+	switch {
+	case ctx.Err() != nil:
+		c.opts.Logger.Debug("wsconn: context ended", "err", ctx.Err())
+		return ctx.Err()
+	case local:
+		return nil
+	default:
+		c.opts.Logger.Debug("wsconn: read ended", "close_status", int(websocket.CloseStatus(err)))
+		return fmt.Errorf("wsconn: read: %w", err)
+	}
+}
+
+// readLoop reads frames with the connection's lifetime context and hands
+// each one to h. It never runs protocol work and never times a read.
+func (c *Conn) readLoop(ctx context.Context, h Handler) error {
+	for {
+		typ, data, err := c.ws.Read(ctx)
+		if err != nil {
+			return err
+		}
+		if h == nil {
+			continue
+		}
+		if typ != websocket.MessageText {
+			h(nil, data, protocol.Errorf(protocol.CodeInvalidPacket,
+				"binary frame of %d bytes: packets travel in text frames", len(data)))
+			continue
+		}
+		env, err := protocol.DecodeEnvelope(data)
+		if err != nil {
+			h(nil, data, err)
+			continue
+		}
+		h(env, data, nil)
+	}
+}
+
+// writeLoop drains the queue until Close is requested (then it flushes and
+// performs the close handshake) or the read loop ends.
+func (c *Conn) writeLoop() {
+	for {
+		select {
+		case f := <-c.queue:
+			if err := c.write(context.Background(), f); err != nil {
+				c.opts.Logger.Debug("wsconn: write failed", "err", err)
+				_ = c.ws.CloseNow()
+				return
+			}
+		case <-c.closeReq:
+			c.flushAndClose()
+			return
+		case <-c.readEnd:
+			return
+		}
+	}
+}
+
+func (c *Conn) write(parent context.Context, frame []byte) error {
+	ctx, cancel := context.WithTimeout(parent, c.opts.WriteTimeout)
+	defer cancel()
+	return c.ws.Write(ctx, websocket.MessageText, frame)
+}
+
+// flushAndClose writes what is queued, bounded in total by WriteTimeout, and
+// then sends the close frame.
+func (c *Conn) flushAndClose() {
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.WriteTimeout)
+	defer cancel()
+flush:
+	for {
+		select {
+		case f := <-c.queue:
+			if err := c.ws.Write(ctx, websocket.MessageText, f); err != nil {
+				c.opts.Logger.Debug("wsconn: flush on close failed", "err", err)
+				break flush
+			}
+		default:
+			break flush
+		}
+	}
+	c.mu.Lock()
+	code, reason := c.code, c.reason
+	c.mu.Unlock()
+	if err := c.ws.Close(code, reason); err != nil {
+		c.opts.Logger.Debug("wsconn: close handshake", "err", err)
+	}
+}
+
+// Send encodes and enqueues a packet; it blocks while the queue is full until
+// ctx ends and returns ErrClosed after close. A nil return means queued, not
+// delivered.
+func (c *Conn) Send(ctx context.Context, env *protocol.Envelope) error {
+	if env == nil {
+		return errors.New("wsconn: send: nil envelope")
+	}
+	b, err := env.Encode()
+	if err != nil {
+		return fmt.Errorf("wsconn: encode %s: %w", env.Type, err)
+	}
+	return c.SendRaw(ctx, b)
+}
+
+// SendRaw enqueues one already encoded packet as a text frame, like
+// [Conn.Send]. The caller must not modify frame afterwards.
+func (c *Conn) SendRaw(ctx context.Context, frame []byte) error {
+	select {
+	case <-c.closeReq:
+		return ErrClosed
+	case <-c.readEnd:
+		return ErrClosed
+	default:
+	}
+	select {
+	case c.queue <- frame:
+		return nil
+	case <-c.closeReq:
+		return ErrClosed
+	case <-c.readEnd:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close sends a close frame with code and reason (after flushing what is
+// queued, bounded by WriteTimeout) and makes Run return. Safe to call more
+// than once and concurrently; only the first call has an effect. When Run is
+// executing, Close does not wait for it (wait on [Conn.Done]), so it may be
+// called from a Handler. When Run was never called, Close performs the close
+// handshake itself before returning. Frames sent concurrently with Close may
+// be dropped. A reason longer than 123 bytes is truncated.
+func (c *Conn) Close(code websocket.StatusCode, reason string) error {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closing = true
+	c.code, c.reason = code, truncateReason(reason)
+	close(c.closeReq)
+	started := c.started
+	c.mu.Unlock()
+	if started {
+		return nil
+	}
+	defer close(c.done)
+	c.flushAndClose()
+	return nil
+}
+
+// Done returns a channel that is closed when the connection is finished:
+// Run has returned, or Close completed without Run.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Subprotocol returns the negotiated subprotocol, always
+// [protocol.Subprotocol] for a Conn returned by Accept or Dial.
+func (c *Conn) Subprotocol() string { return c.ws.Subprotocol() }
+
+func truncateReason(s string) string {
+	if len(s) <= maxCloseReason {
+		return s
+	}
+	s = s[:maxCloseReason]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
