@@ -1,8 +1,11 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strconv"
 )
 
 // Envelope is the data-plane packet envelope (section 7). Every WebSocket text
@@ -78,14 +81,114 @@ func (e *Envelope) Reply(typ string) *Envelope {
 	}
 }
 
+// UnmarshalJSON decodes an envelope in one pass over its members; unknown
+// members go to Extensions. It has the semantics of encoding/json for the
+// declared members (null leaves a field unset, a mistyped value is an error).
 func (e *Envelope) UnmarshalJSON(b []byte) error {
-	type plain Envelope
-	return decodeWithExtensions(b, (*plain)(e), &e.Extensions)
+	if !json.Valid(b) {
+		var v any
+		return json.Unmarshal(b, &v) // the same syntax error encoding/json reports
+	}
+	*e = Envelope{}
+	err := eachMember(b, func(key, val []byte) error {
+		k := key[1 : len(key)-1]
+		if bytes.IndexByte(k, '\\') >= 0 {
+			k = []byte(rawKeyString(key))
+		}
+		switch string(k) {
+		case "schema":
+			return decodeString(val, &e.Schema)
+		case "packet_id":
+			return decodeString(val, &e.PacketID)
+		case "request_id":
+			return decodeString(val, &e.RequestID)
+		case "reply_to":
+			return decodeString(val, &e.ReplyTo)
+		case "connector_channel_id":
+			return decodeString(val, &e.ConnectorChannelID)
+		case "type":
+			return decodeString(val, &e.Type)
+		case "time":
+			if isNull(val) {
+				return nil
+			}
+			return json.Unmarshal(val, &e.Time)
+		case "payload":
+			if isNull(val) {
+				e.Payload = nil
+				return nil
+			}
+			e.Payload = cloneRaw(val)
+			return nil
+		case "error":
+			if isNull(val) {
+				e.Error = nil
+				return nil
+			}
+			e.Error = new(ErrorBody)
+			return json.Unmarshal(val, e.Error)
+		}
+		if e.Extensions == nil {
+			e.Extensions = Extensions{}
+		}
+		e.Extensions[rawKeyString(key)] = cloneRaw(val)
+		return nil
+	})
+	if err == errNotObject {
+		return &json.UnmarshalTypeError{Value: "non-object", Type: reflect.TypeOf(e).Elem()}
+	}
+	return err
 }
+
+// MarshalJSON encodes the envelope without reflection, in the member order
+// of the spec, followed by extensions in sorted order.
 func (e Envelope) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 128+len(e.Payload))
+	b = append(b, `{"schema":`...)
+	b = appendJSONString(b, e.Schema)
+	b = append(b, `,"packet_id":`...)
+	b = appendJSONString(b, e.PacketID)
+	if e.RequestID != "" {
+		b = append(b, `,"request_id":`...)
+		b = appendJSONString(b, e.RequestID)
+	}
+	if e.ReplyTo != "" {
+		b = append(b, `,"reply_to":`...)
+		b = appendJSONString(b, e.ReplyTo)
+	}
+	if e.ConnectorChannelID != "" {
+		b = append(b, `,"connector_channel_id":`...)
+		b = appendJSONString(b, e.ConnectorChannelID)
+	}
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, e.Type)
+	if e.Time != 0 {
+		b = append(b, `,"time":`...)
+		b = strconv.AppendInt(b, e.Time, 10)
+	}
+	if len(e.Payload) > 0 {
+		if !json.Valid(e.Payload) {
+			return nil, fmt.Errorf("envelope %s: payload is not valid JSON", e.Type)
+		}
+		b = append(b, `,"payload":`...)
+		b = append(b, e.Payload...)
+	}
+	if e.Error != nil {
+		eb, err := json.Marshal(e.Error)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"error":`...)
+		b = append(b, eb...)
+	}
+	b = append(b, '}')
+	if len(e.Extensions) == 0 {
+		return b, nil
+	}
 	type plain Envelope
-	return encodeWithExtensions((*plain)(&e), e.Extensions)
+	return appendExtensions(b, reflect.TypeOf(plain{}), e.Extensions), nil
 }
+
 func (e *ErrorBody) UnmarshalJSON(b []byte) error {
 	type plain ErrorBody
 	return decodeWithExtensions(b, (*plain)(e), &e.Extensions)

@@ -16,28 +16,49 @@ type Extensions map[string]json.RawMessage
 
 // decodeWithExtensions unmarshals data into plain (a pointer to a struct type
 // without custom methods) and collects the members that the struct does not
-// declare into *ext.
+// declare into *ext. Finding them costs one scan of the top-level members,
+// not a second decode.
 func decodeWithExtensions(data []byte, plain any, ext *Extensions) error {
 	if err := json.Unmarshal(data, plain); err != nil {
 		return err
 	}
 	*ext = nil
-	// Fast path: count object members; if every member is known, skip the map.
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(data, &all); err != nil {
-		return err
-	}
-	known := jsonFieldNames(reflect.TypeOf(plain).Elem())
-	for k, v := range all {
-		if _, ok := known[k]; ok {
-			continue
+	t := reflect.TypeOf(plain).Elem()
+	return eachMember(data, func(key, val []byte) error {
+		name := rawKeyString(key)
+		if declaresField(t, name) {
+			return nil
 		}
 		if *ext == nil {
 			*ext = Extensions{}
 		}
-		(*ext)[k] = v
+		(*ext)[name] = cloneRaw(val)
+		return nil
+	})
+}
+
+// declaresField reports whether struct type t declares the JSON member name
+// exactly. A member that differs only in case is kept as an extension (and
+// flagged by validation), so a round trip writes back what it read.
+func declaresField(t reflect.Type, name string) bool {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		fn, _, _ := strings.Cut(tag, ",")
+		if fn == "" {
+			fn = f.Name
+		}
+		if fn == name {
+			return true
+		}
 	}
-	return nil
+	return false
 }
 
 // encodeWithExtensions marshals plain and appends the members of ext that the
@@ -47,16 +68,21 @@ func encodeWithExtensions(plain any, ext Extensions) ([]byte, error) {
 	if err != nil || len(ext) == 0 {
 		return b, err
 	}
-	known := jsonFieldNames(reflect.TypeOf(plain).Elem())
+	return appendExtensions(b, reflect.TypeOf(plain).Elem(), ext), nil
+}
+
+// appendExtensions adds the members of ext that struct type t does not
+// declare to the encoded object b, in sorted key order. A declared field
+// always wins over a stale extension of the same name.
+func appendExtensions(b []byte, t reflect.Type, ext Extensions) []byte {
 	keys := make([]string, 0, len(ext))
 	for k := range ext {
-		if _, ok := known[k]; ok {
-			continue // a declared field always wins over a stale extension
+		if !declaresField(t, k) {
+			keys = append(keys, k)
 		}
-		keys = append(keys, k)
 	}
 	if len(keys) == 0 {
-		return b, nil
+		return b
 	}
 	sort.Strings(keys)
 	var buf bytes.Buffer
@@ -68,17 +94,16 @@ func encodeWithExtensions(plain any, ext Extensions) ([]byte, error) {
 			buf.WriteByte(',')
 		}
 		first = false
-		kb, _ := json.Marshal(k)
-		buf.Write(kb)
+		buf.Write(appendJSONString(nil, k))
 		buf.WriteByte(':')
 		v := ext[k]
-		if len(v) == 0 {
+		if len(v) == 0 || !json.Valid(v) {
 			v = json.RawMessage("null")
 		}
 		buf.Write(v)
 	}
 	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return buf.Bytes()
 }
 
 // jsonFieldNames returns the JSON member names a struct type declares.
