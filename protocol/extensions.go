@@ -19,11 +19,28 @@ type Extensions map[string]json.RawMessage
 // declare into *ext. Finding them costs one scan of the top-level members,
 // not a second decode.
 func decodeWithExtensions(data []byte, plain any, ext *Extensions) error {
-	if err := json.Unmarshal(data, plain); err != nil {
+	t := reflect.TypeOf(plain).Elem()
+	var variants bool // a member whose name differs from a declared one only in case
+	if json.Valid(data) {
+		_ = eachMember(data, func(key, _ []byte) error {
+			name := rawKeyString(key)
+			if !declaresField(t, name) && foldsToField(t, name) {
+				variants = true
+			}
+			return nil
+		})
+	}
+	src := data
+	if variants {
+		// encoding/json would let such a member set the declared field
+		// (it matches names case-insensitively); keep it as an extension
+		// instead, so that a round trip decodes to the same value.
+		src = withoutCaseVariants(data, t)
+	}
+	if err := json.Unmarshal(src, plain); err != nil {
 		return err
 	}
 	*ext = nil
-	t := reflect.TypeOf(plain).Elem()
 	return eachMember(data, func(key, val []byte) error {
 		name := rawKeyString(key)
 		if declaresField(t, name) {
@@ -35,6 +52,46 @@ func decodeWithExtensions(data []byte, plain any, ext *Extensions) error {
 		(*ext)[name] = cloneRaw(val)
 		return nil
 	})
+}
+
+// foldsToField reports whether name equals a declared member name of t up to
+// case.
+func foldsToField(t reflect.Type, name string) bool {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if !f.IsExported() || tag == "-" {
+			continue
+		}
+		fn, _, _ := strings.Cut(tag, ",")
+		if fn == "" {
+			fn = f.Name
+		}
+		if strings.EqualFold(fn, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutCaseVariants re-encodes the object in data without the members
+// whose names fold to, but do not equal, a declared member of t.
+func withoutCaseVariants(data []byte, t reflect.Type) []byte {
+	out := []byte{'{'}
+	_ = eachMember(data, func(key, val []byte) error {
+		name := rawKeyString(key)
+		if !declaresField(t, name) && foldsToField(t, name) {
+			return nil
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, key...)
+		out = append(out, ':')
+		out = append(out, val...)
+		return nil
+	})
+	return append(out, '}')
 }
 
 // declaresField reports whether struct type t declares the JSON member name

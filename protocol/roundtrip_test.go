@@ -101,3 +101,22 @@ func TestEnvelopeHelpers(t *testing.T) {
 		t.Fatalf("array payload: %v", err)
 	}
 }
+
+// A member that differs from a declared one only in case must not set the
+// declared field, or a round trip would change the decoded value.
+func TestCaseVariantMembersStayExtensions(t *testing.T) {
+	for _, in := range []string{`{"CODE":"y","code":"x"}`, `{"code":"x","CODE":"y"}`} {
+		var e ErrorBody
+		if err := json.Unmarshal([]byte(in), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Code != "x" || string(e.Extensions["CODE"]) != `"y"` {
+			t.Fatalf("%s decoded to %+v", in, e)
+		}
+		out, _ := json.Marshal(e)
+		var again ErrorBody
+		if err := json.Unmarshal(out, &again); err != nil || again.Code != "x" {
+			t.Fatalf("round trip of %s: %s -> %+v", in, out, again)
+		}
+	}
+}
