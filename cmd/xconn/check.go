@@ -1,0 +1,148 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/xconn/xconn/conformance"
+)
+
+// newCheckCmd builds "xconn check": the conformance suite against a
+// Connector Server's Base URL. It exits 0 when every MUST passes (and every
+// SHOULD with --strict), 1 otherwise, 2 on usage errors.
+func newCheckCmd() *cobra.Command {
+	var (
+		opts              conformance.Options
+		authInput         []string
+		jsonOut, list, md bool
+		junitFile         string
+	)
+	cmd := &cobra.Command{
+		Use:   "check BASE_URL",
+		Short: "Check a Connector Server against the protocol 3.0 conformance suite",
+		Long: `check runs the conformance suite against the Connector Server at BASE_URL over
+HTTP and WebSocket and prints one line per requirement and a summary line
+"N passed, N failed, N skipped". Requirements whose capability the Connector
+does not declare are skipped with the reason.
+
+Checks that need a signed-in channel run only with --auth-flow; they invoke a
+Card tool and deliver a few short test messages to the target system, so use a
+test account. For a qr_login flow the QR code is shown on stderr and the suite
+waits for a scan, or --auth-open-url confirms the QR URL by GET then POST.
+
+The API key may also come from XCONN_API_KEY.`,
+		Example: `  xconn check http://127.0.0.1:8080 --api-key "$KEY"
+  xconn check http://127.0.0.1:8080 --auth-flow webchat_room --auth-input room=lobby --auth-input access_code=1234
+  xconn check http://127.0.0.1:8080 --only 'imv2.*' --junit report.xml
+  xconn check --list --markdown`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if list {
+				if len(args) > 0 {
+					return usageError(errors.New("--list takes no BASE_URL"))
+				}
+				return nil
+			}
+			if len(args) != 1 {
+				return usageError(errors.New("check needs exactly one BASE_URL"))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if md && !list {
+				return usageError(errors.New("--markdown needs --list"))
+			}
+			reqs, err := conformance.Select(opts.Only, opts.Skip)
+			if err != nil {
+				return usageError(err)
+			}
+			out := cmd.OutOrStdout()
+			if list {
+				if md {
+					return conformance.WriteMarkdown(out, reqs)
+				}
+				return conformance.WriteList(out, reqs)
+			}
+			if opts.APIKey == "" {
+				opts.APIKey = os.Getenv("XCONN_API_KEY")
+			}
+			if len(authInput) > 0 {
+				opts.AuthInput = map[string]string{}
+				for _, kv := range authInput {
+					k, v, ok := strings.Cut(kv, "=")
+					if !ok || k == "" {
+						return usageError(fmt.Errorf("--auth-input %q: want key=value", redactInput(kv)))
+					}
+					opts.AuthInput[k] = v
+				}
+			}
+			opts.Out = cmd.ErrOrStderr()
+			rep, err := conformance.Check(cmd.Context(), args[0], opts)
+			if err != nil {
+				if cmd.Context().Err() != nil {
+					return err
+				}
+				return usageError(err) // a malformed Base URL
+			}
+			if jsonOut {
+				err = rep.WriteJSON(out)
+			} else {
+				err = rep.WriteText(out)
+			}
+			if err != nil {
+				return fmt.Errorf("write report: %w", err)
+			}
+			if junitFile != "" {
+				if err := writeJUnit(junitFile, rep); err != nil {
+					return err
+				}
+			}
+			if !rep.OK() {
+				return &exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.APIKey, "api-key", "", "system API key sent as Authorization: Bearer (default $XCONN_API_KEY)")
+	f.StringVar(&opts.AuthFlow, "auth-flow", "", "Card auth flow id used to sign a channel in")
+	f.StringArrayVar(&authInput, "auth-input", nil, "form input key=value for --auth-flow (repeatable)")
+	f.BoolVar(&opts.AuthOpenURL, "auth-open-url", false, "confirm a QR flow by fetching and POSTing its qr_code_text URL")
+	f.DurationVar(&opts.QRWait, "qr-wait", conformance.DefaultQRWait, "how long to wait for a QR scan")
+	f.BoolVar(&jsonOut, "json", false, "print the report as JSON instead of text")
+	f.StringVar(&junitFile, "junit", "", "also write a JUnit XML report to `FILE`")
+	f.BoolVar(&list, "list", false, "list the requirements without touching the network")
+	f.BoolVar(&md, "markdown", false, "with --list: print Markdown tables by section")
+	f.StringArrayVar(&opts.Only, "only", nil, "run only requirement IDs matching this pattern (repeatable, e.g. 'card.*')")
+	f.StringArrayVar(&opts.Skip, "skip", nil, "skip requirement IDs matching this pattern (repeatable)")
+	f.BoolVar(&opts.Strict, "strict", false, "make SHOULD failures fail the run")
+	f.DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "how long to wait for each answer")
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	return cmd
+}
+
+// usageError wraps err as exit code 2.
+func usageError(err error) error { return &exitError{code: 2, err: err} }
+
+// redactInput hides the value of a key=value argument.
+func redactInput(kv string) string {
+	if k, _, ok := strings.Cut(kv, "="); ok {
+		return k + "=…"
+	}
+	return "…"
+}
+
+func writeJUnit(path string, rep *conformance.Report) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("junit report: %w", err)
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("junit report: %w", cerr)
+		}
+	}()
+	return rep.WriteJUnit(f)
+}

@@ -1,0 +1,253 @@
+package conformance_test
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xconn/xconn/conformance"
+	"github.com/xconn/xconn/conformance/internal/fixture"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestCorrectFixturePasses: a correct Connector passes every applicable
+// requirement, MUST and SHOULD, and skips only what it does not declare.
+func TestCorrectFixturePasses(t *testing.T) {
+	base := startFixture(t, fixture.Options{APIKey: testKey})
+	rep := check(t, base, formOptions())
+	if f := rep.Failed(); len(f) > 0 {
+		var b bytes.Buffer
+		_ = rep.WriteText(&b)
+		t.Fatalf("failed: %v\n%s", f, b.String())
+	}
+	if !rep.OK() {
+		t.Error("OK() = false for a run without failures")
+	}
+	wantSkipped := []string{"baseurl.prefix", "imv1.descriptor", "imv1.message-push", "device.descriptor"}
+	var skipped []string
+	for _, res := range rep.Results {
+		if res.Status == conformance.Skip {
+			skipped = append(skipped, res.ID)
+		}
+	}
+	if !slices.Equal(skipped, wantSkipped) {
+		t.Errorf("skipped %v, want %v", skipped, wantSkipped)
+	}
+	if len(rep.Results) != len(conformance.Requirements()) {
+		t.Errorf("%d results for %d requirements", len(rep.Results), len(conformance.Requirements()))
+	}
+}
+
+// TestBrokenFixtures: each deliberate violation fails exactly the
+// requirements it breaks.
+func TestBrokenFixtures(t *testing.T) {
+	tests := []struct {
+		brk  fixture.Breakage
+		want []string
+	}{
+		{fixture.WrongErrorCodes, []string{"ws.hello-required-code", "ws.hello-card-id-mismatch-code", "envelope.invalid-json-code",
+			"envelope.channel-id-required-code", "envelope.unsupported-type", "channel.unknown-code", "auth.unknown-session",
+			"tool.unauthenticated-code", "imv2.channel-not-open"}},
+		// A channel opened before hello has no connector_id, so its
+		// Descriptor is invalid too.
+		{fixture.AcceptBeforeHello, []string{"ws.first-packet-hello", "ws.hello-required-code", "descriptor.valid"}},
+		{fixture.LeakSecret, []string{"security.no-secret-leak"}},
+		{fixture.WrongHealthBuild, []string{"health.build"}},
+		{fixture.NoSubprotocol, []string{"ws.subprotocol", "ws.subprotocol-required"}},
+		{fixture.AcceptOldVersion, []string{"ws.hello-version-old"}},
+		// Forgetting accepted messages loses both the duplicate and the
+		// conflict answer.
+		{fixture.NoDuplicate, []string{"imv2.ack-duplicate", "imv2.ack-conflict"}},
+		{fixture.NoWSAPIKey, []string{"apikey.ws"}},
+		{fixture.NoRedelivery, []string{"imv2.redelivery"}},
+		{fixture.ForbiddenField, []string{"imv2.no-internal-fields"}},
+		// The official schema constrains tool_id too.
+		{fixture.BadToolID, []string{"card.json-schema", "card.tool-id-charset"}},
+		{fixture.WrongDescChannel, []string{"descriptor.channel"}},
+		{fixture.IgnoreProfiles, []string{"descriptor.profiles-negotiated"}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.brk), func(t *testing.T) {
+			t.Parallel()
+			base := startFixture(t, fixture.Options{APIKey: testKey, Break: tt.brk})
+			rep := check(t, base, formOptions())
+			if got := rep.Failed(); !slices.Equal(got, tt.want) {
+				t.Errorf("failed %v, want %v", got, tt.want)
+			}
+			for _, id := range tt.want {
+				res, _ := rep.Result(id)
+				if res.Expected == "" || res.Actual == "" {
+					t.Errorf("%s: failure without expected/actual: %+v", id, res)
+				}
+			}
+			if rep.OK() == slices.ContainsFunc(rep.Results, func(r conformance.Result) bool {
+				return r.Status == conformance.Fail && r.Level == conformance.Must
+			}) {
+				t.Errorf("OK() = %v disagrees with the MUST failures", rep.OK())
+			}
+		})
+	}
+}
+
+// TestSecretsNeverPrinted: a leaked secret is reported, but every report
+// format redacts it.
+func TestSecretsNeverPrinted(t *testing.T) {
+	base := startFixture(t, fixture.Options{APIKey: testKey, Break: fixture.LeakSecret})
+	opts := formOptions()
+	rep := check(t, base, opts)
+	res, _ := rep.Result("security.no-secret-leak")
+	if res.Status != conformance.Fail || !strings.Contains(res.Packet, "[redacted]") {
+		t.Fatalf("leak result %+v, want a failure quoting a redacted packet", res)
+	}
+	var b bytes.Buffer
+	_ = rep.WriteText(&b)
+	_ = rep.WriteJSON(&b)
+	_ = rep.WriteJUnit(&b)
+	for _, secret := range []string{testKey, opts.AuthInput["access_code"]} {
+		if strings.Contains(b.String(), secret) {
+			t.Errorf("a report contains the secret %q", secret)
+		}
+	}
+}
+
+// TestPathPrefix: a Connector under a path prefix passes, including
+// baseurl.prefix and the relative download_url of its inbound file.
+func TestPathPrefix(t *testing.T) {
+	base := startFixture(t, fixture.Options{APIKey: testKey, Prefix: "/connectors/fx"})
+	rep := check(t, base+"/", formOptions())
+	if f := rep.Failed(); len(f) > 0 {
+		t.Fatalf("failed: %v", f)
+	}
+	for _, id := range []string{"baseurl.prefix", "transfer.download", "imv2.redelivery"} {
+		if res, _ := rep.Result(id); res.Status != conformance.Pass {
+			t.Errorf("%s: %s %s", id, res.Status, res.Reason)
+		}
+	}
+}
+
+// TestQRFlowByURL signs in with the QR flow by confirming its URL.
+func TestQRFlowByURL(t *testing.T) {
+	base := startFixture(t, fixture.Options{})
+	var out bytes.Buffer
+	rep := check(t, base, conformance.Options{AuthFlow: fixture.QRFlow, AuthOpenURL: true, Out: &out, Timeout: testTimeout})
+	if res, _ := rep.Result("auth.authenticated"); res.Status != conformance.Pass {
+		t.Fatalf("auth.authenticated: %+v\n%s", res, out.String())
+	}
+	if res, _ := rep.Result("imv2.ack-accepted"); res.Status != conformance.Pass {
+		t.Errorf("imv2.ack-accepted after QR sign-in: %+v", res)
+	}
+	if !strings.Contains(out.String(), "POST QR URL: HTTP 200") {
+		t.Errorf("progress output %q does not show the QR confirmation", out.String())
+	}
+}
+
+// TestSkipsWithReasons: without an auth flow or an API key the suite skips
+// what it cannot reach and says why.
+func TestSkipsWithReasons(t *testing.T) {
+	base := startFixture(t, fixture.Options{APIKey: testKey})
+	rep := check(t, base, conformance.Options{Timeout: testTimeout})
+	tests := map[string]string{
+		"auth.authenticated": "no auth flow selected",
+		"imv2.ack-accepted":  "no signed-in channel",
+		"apikey.health":      "none was given",
+		"imv2.redelivery":    "published no chat.message",
+	}
+	for id, reason := range tests {
+		res, _ := rep.Result(id)
+		if res.Status != conformance.Skip || !strings.Contains(res.Reason, reason) {
+			t.Errorf("%s: %s %q, want skip containing %q", id, res.Status, res.Reason, reason)
+		}
+	}
+	// Without the key /health and /ws refuse the suite: those fail.
+	if res, _ := rep.Result("health.http"); res.Status != conformance.Fail {
+		t.Errorf("health.http without the required key: %s", res.Status)
+	}
+}
+
+// TestUnreachable: a Base URL nobody serves fails card.http and skips the
+// rest; Check itself does not fail.
+func TestUnreachable(t *testing.T) {
+	base := startFixture(t, fixture.Options{})
+	rep := check(t, base+"/nothing-here", conformance.Options{Timeout: testTimeout})
+	if got := rep.Failed(); !slices.Contains(got, "card.http") {
+		t.Errorf("failed %v, want card.http among them", got)
+	}
+	if rep.OK() {
+		t.Error("OK() for a Connector without a Card")
+	}
+}
+
+func TestOnlyAndSkip(t *testing.T) {
+	base := startFixture(t, fixture.Options{APIKey: testKey})
+	opts := formOptions()
+	opts.Only = []string{"imv2.*", "ws.hello-ack"}
+	opts.Skip = []string{"imv2.redelivery"}
+	rep := check(t, base, opts)
+	for _, res := range rep.Results {
+		if !(strings.HasPrefix(res.ID, "imv2.") || res.ID == "ws.hello-ack") || res.ID == "imv2.redelivery" {
+			t.Errorf("unexpected result %s", res.ID)
+		}
+		if res.Status == conformance.Fail {
+			t.Errorf("%s failed: %s / %s", res.ID, res.Expected, res.Actual)
+		}
+	}
+	if res, ok := rep.Result("imv2.ack-duplicate"); !ok || res.Status != conformance.Pass {
+		t.Errorf("imv2.ack-duplicate selected alone: %+v", res)
+	}
+	if _, err := conformance.Check(context.Background(), base, conformance.Options{Only: []string{"["}}); err == nil {
+		t.Error("a malformed pattern was accepted")
+	}
+}
+
+func TestBadBaseURL(t *testing.T) {
+	for _, u := range []string{"ftp://example.com", "http://", "http://u:p@example.com", "http://example.com/?q=1", "http://example.com/#f"} {
+		if _, err := conformance.Check(context.Background(), u, conformance.Options{}); err == nil {
+			t.Errorf("Check(%q) accepted the Base URL", u)
+		}
+	}
+}
+
+func TestRunAgainstFixture(t *testing.T) {
+	base := startFixture(t, fixture.Options{APIKey: testKey})
+	conformance.Run(t, base, formOptions())
+}
+
+// TestQRFlowTerminal: without --auth-open-url the suite shows the QR code and
+// waits; nobody scans it here, so sign-in fails after QRWait.
+func TestQRFlowTerminal(t *testing.T) {
+	base := startFixture(t, fixture.Options{})
+	var out bytes.Buffer
+	opts := conformance.Options{AuthFlow: fixture.QRFlow, QRWait: 300 * time.Millisecond, Out: &out, Timeout: testTimeout,
+		Only: []string{"auth.authenticated"}}
+	rep := check(t, base, opts)
+	res, _ := rep.Result("auth.authenticated")
+	if res.Status != conformance.Fail || !strings.Contains(res.Actual, "pending") {
+		t.Errorf("auth.authenticated = %+v, want a failure while pending", res)
+	}
+	if !strings.Contains(out.String(), "Scan this QR code") || !strings.Contains(out.String(), "█") {
+		t.Errorf("no QR code shown:\n%s", out.String())
+	}
+}
+
+// TestWithoutSignIn: a Connector without an API key, checked without an auth
+// flow, passes everything that needs no sign-in and skips the rest.
+func TestWithoutSignIn(t *testing.T) {
+	base := startFixture(t, fixture.Options{})
+	rep := check(t, base, conformance.Options{Timeout: testTimeout})
+	if f := rep.Failed(); len(f) > 0 {
+		t.Fatalf("failed: %v", f)
+	}
+	for _, id := range []string{"imv2.final-with-file", "tool.invoke", "imv2.ack-accepted", "apikey.ws"} {
+		if res, _ := rep.Result(id); res.Status != conformance.Skip || res.Reason == "" {
+			t.Errorf("%s: %s %q, want a skip with a reason", id, res.Status, res.Reason)
+		}
+	}
+	if res, _ := rep.Result("transfer.upload"); res.Status != conformance.Pass {
+		t.Errorf("transfer.upload on a created channel: %+v", res)
+	}
+}

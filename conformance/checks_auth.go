@@ -1,0 +1,169 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/skip2/go-qrcode"
+	"github.com/xconn/xconn/protocol"
+)
+
+// probeAuthenticate signs the main channel in with the selected flow: a form
+// flow with the given inputs, or a QR flow confirmed by a person (the QR is
+// printed to Options.Out) or by fetching its URL (Options.AuthOpenURL).
+func probeAuthenticate(ctx context.Context, s *session, r *recorder) {
+	if ok, why := s.has(CapAuthFlowSelected); !ok {
+		r.skipRest(why)
+		return
+	}
+	if !needPrimary(s, r) {
+		return
+	}
+	flow, _ := s.card.AuthFlow(s.opts.AuthFlow)
+	c := s.primary
+	f, err := c.request(ctx, c.newEnvelope(protocol.TypeAuthStart, s.channelID, protocol.AuthStartPayload{FlowID: flow.ID, Input: s.opts.AuthInput}))
+	st, ok := authState(f, err, protocol.TypeAuthStartAck)
+	if !ok {
+		r.fail("auth.authenticated", "auth.start.ack", describe(f, err), s.redact(string(f.data)))
+		return
+	}
+	wait := s.opts.timeout() * 4
+	if flow.Type == protocol.AuthFlowQRLogin {
+		wait = s.opts.qrWait()
+		s.presentQR(ctx, st)
+	}
+	deadline := time.Now().Add(wait)
+	for st.Status != protocol.AuthAuthenticated {
+		if oneOf(st.Status, protocol.AuthFailed, protocol.AuthExpired, protocol.AuthUnauthenticated) || time.Now().After(deadline) {
+			r.fail("auth.authenticated", "status authenticated", fmt.Sprintf("status %q: %s", st.Status, st.Message), s.redact(string(f.data)))
+			return
+		}
+		if st.Status == protocol.AuthQRRefreshRequired {
+			f, err = c.request(ctx, c.newEnvelope(protocol.TypeAuthStatus, s.channelID, protocol.AuthStatusPayload{FlowID: flow.ID, AuthSessionID: st.AuthSessionID, Refresh: true}))
+			if next, ok := authState(f, err, protocol.TypeAuthStatusAck); ok {
+				st = next
+				s.presentQR(ctx, st)
+			}
+			continue
+		}
+		pause := time.Duration(st.PollIntervalMillis) * time.Millisecond
+		pause = min(max(pause, 100*time.Millisecond), 2*time.Second)
+		select {
+		case <-ctx.Done():
+			r.skipRest(ctx.Err().Error())
+			return
+		case <-time.After(pause):
+		}
+		session := st.AuthSessionID
+		f, err = c.request(ctx, c.newEnvelope(protocol.TypeAuthStatus, s.channelID, protocol.AuthStatusPayload{FlowID: flow.ID, AuthSessionID: session}))
+		next, ok := authState(f, err, protocol.TypeAuthStatusAck)
+		if !ok {
+			r.fail("auth.authenticated", "auth.status.ack", describe(f, err), s.redact(string(f.data)))
+			return
+		}
+		if next.AuthSessionID == "" {
+			next.AuthSessionID = session
+		}
+		st = next
+	}
+	d := st.ConnectionDescriptor
+	if d == nil || !d.Authenticated() {
+		status := "no Descriptor"
+		if d != nil {
+			status = "Descriptor status " + d.Connection.Status
+		}
+		r.fail("auth.authenticated", "authenticated with a signed-in Descriptor", status, s.redact(string(f.data)))
+		return
+	}
+	r.pass("auth.authenticated")
+	s.authDesc = d
+}
+
+// authState decodes an auth.start.ack or auth.status.ack.
+func authState(f frame, err error, typ string) (protocol.AuthStatePayload, bool) {
+	var st protocol.AuthStatePayload
+	if err != nil || f.env.Type != typ || f.env.Error != nil || f.env.DecodePayload(&st) != nil {
+		return st, false
+	}
+	return st, true
+}
+
+// presentQR shows the QR code of a pending QR flow, or confirms it by URL.
+func (s *session) presentQR(ctx context.Context, st protocol.AuthStatePayload) {
+	out := s.opts.out()
+	if st.QRCodeText == "" {
+		if st.QRCodeImage != "" {
+			fmt.Fprintln(out, "Open this QR image and scan it:", st.QRCodeImage)
+		}
+		return
+	}
+	if s.opts.AuthOpenURL {
+		u, err := url.Parse(st.QRCodeText)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			fmt.Fprintln(out, "qr_code_text is not an http(s) URL; cannot confirm it")
+			return
+		}
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			res, err := s.do(ctx, m, u, "", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, strings.NewReader(""))
+			if err != nil {
+				fmt.Fprintln(out, m, "QR URL failed:", err)
+			} else {
+				fmt.Fprintf(out, "%s QR URL: HTTP %d\n", m, res.status)
+			}
+		}
+		return
+	}
+	fmt.Fprintf(out, "Scan this QR code within %s to sign in:\n", s.opts.qrWait())
+	if q, err := qrcode.New(st.QRCodeText, qrcode.Low); err == nil {
+		fmt.Fprintln(out, q.ToSmallString(false))
+	} else {
+		fmt.Fprintln(out, st.QRCodeText)
+	}
+}
+
+// channelArgs returns {"connector_channel_id": ch}.
+func channelArgs(ch string) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		ID string `json:"connector_channel_id"`
+	}{ch})
+	return b
+}
+
+// toolArgs builds arguments for t that satisfy the simple constraints of its
+// input_schema: the channel id plus a placeholder for every other required
+// property of a scalar type.
+func toolArgs(t protocol.Tool, ch string) json.RawMessage {
+	sc := parseObjectSchema(t.InputSchema)
+	args := map[string]json.RawMessage{protocol.ChannelIDArgument: mustJSON(ch)}
+	if sc != nil {
+		for _, name := range sc.Required {
+			if name == protocol.ChannelIDArgument {
+				continue
+			}
+			switch sc.Properties[name].Type {
+			case "integer", "number":
+				args[name] = json.RawMessage("1")
+			case "boolean":
+				args[name] = json.RawMessage("false")
+			case "array":
+				args[name] = json.RawMessage("[]")
+			case "object":
+				args[name] = json.RawMessage("{}")
+			default:
+				args[name] = mustJSON("xconn conformance check")
+			}
+		}
+	}
+	b, _ := json.Marshal(args)
+	return b
+}
+
+func mustJSON(v string) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}

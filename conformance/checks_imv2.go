@@ -1,0 +1,246 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/xconn/xconn/protocol"
+)
+
+// probeToolInvoke invokes the first tool the signed-in Descriptor marks
+// available, with placeholder arguments.
+func probeToolInvoke(ctx context.Context, s *session, r *recorder) {
+	if !needPrimary(s, r) {
+		return
+	}
+	var tool *protocol.Tool
+	for i := range s.card.Tools {
+		if s.authDesc.ToolAvailable(s.card.Tools[i].ToolID) {
+			tool = &s.card.Tools[i]
+			break
+		}
+	}
+	if tool == nil {
+		r.skip("tool.invoke", "the signed-in Descriptor marks no Card tool available")
+		return
+	}
+	c := s.primary
+	env := c.newEnvelope(protocol.TypeToolInvoke, s.channelID, protocol.ToolInvokePayload{ToolID: tool.ToolID,
+		Arguments: toolArgs(*tool, s.channelID), Context: &protocol.ToolContext{ToolCallID: "call_conformance_" + runTag(s)}})
+	if err := c.send(ctx, env); err != nil {
+		r.skip("tool.invoke", err.Error())
+		return
+	}
+	f, err := c.await(ctx, 3*s.opts.timeout(), func(f frame) bool { return answers(f, env) && f.env.Type != protocol.TypeToolProgressPush })
+	if err == nil {
+		s.observeAnswer(env, f)
+	}
+	var p protocol.ToolInvokeAckPayload
+	ok := err == nil && f.env.Type == protocol.TypeToolInvokeAck &&
+		((f.env.Error != nil && f.env.Error.Code != "") || (f.env.Error == nil && f.env.DecodePayload(&p) == nil && p.ToolID == tool.ToolID))
+	r.check("tool.invoke", ok, "tool.invoke.ack with tool_id "+tool.ToolID+" or an error code", describe(f, err), s.redact(string(f.data)))
+}
+
+// runTag is a per-run suffix for message ids, so that a rerun against a
+// Connector with durable idempotency records does not collide.
+func runTag(s *session) string {
+	if s.tag == "" {
+		s.tag = fmt.Sprint(time.Now().UnixNano())
+	}
+	return s.tag
+}
+
+// chatAck sends a chat.message and waits for its ack.
+func (s *session) chatAck(ctx context.Context, c *wsConn, p protocol.ChatMessagePayload) (*protocol.Envelope, frame, protocol.ChatAckPayload, error) {
+	env := c.newEnvelope(protocol.TypeChatMessage, s.channelID, p)
+	var a protocol.ChatAckPayload
+	f, err := c.request(ctx, env)
+	if err == nil && f.env.Type == protocol.TypeChatMessageAck {
+		_ = f.env.DecodePayload(&a) // an undecodable ack fails the caller's checks
+	}
+	return env, f, a, err
+}
+
+// probeIMv2Chat delivers assistant messages on the signed-in channel.
+func probeIMv2Chat(ctx context.Context, s *session, r *recorder) {
+	if !needPrimary(s, r) {
+		return
+	}
+	if ok, why := s.has(CapHasAuthenticatedChannel); !ok {
+		r.skipRest(why)
+		return
+	}
+	if !s.card.DeclaresProfile(protocol.ProfileIMv2) || !oneOf(protocol.ProfileIMv2, s.authDesc.Connection.Profiles...) {
+		r.skipRest("xagent.im.v2 is not enabled on the signed-in channel")
+		return
+	}
+	c := s.primary
+	tag := runTag(s)
+	m1 := protocol.ChatMessagePayload{MessageID: "conf-" + tag + "-1", Text: "xconn conformance check: final without deltas"}
+	ackOK := func(env *protocol.Envelope, f frame, a protocol.ChatAckPayload, err error, msgID string) (bool, string) {
+		if err != nil || f.env.Type != protocol.TypeChatMessageAck {
+			return false, describe(f, err)
+		}
+		got := fmt.Sprintf("reply_to %q, channel %q, message_id %q, status %q", f.env.ReplyTo, f.env.ConnectorChannelID, a.MessageID, a.Status)
+		return f.env.ReplyTo == env.PacketID && f.env.ConnectorChannelID == s.channelID && a.MessageID == msgID, got
+	}
+	env, f, a, err := s.chatAck(ctx, c, m1)
+	ok, got := ackOK(env, f, a, err, m1.MessageID)
+	r.check("imv2.ack-accepted", ok && a.Status == protocol.AckAccepted, "chat.message.ack accepted with reply_to "+env.PacketID+" and message_id "+m1.MessageID, got, s.redact(string(f.data)))
+	accepted := ok && a.Status == protocol.AckAccepted
+
+	if r.want("imv2.ack-duplicate") {
+		if !accepted {
+			r.skip("imv2.ack-duplicate", "the first message was not accepted")
+		} else {
+			env, f, a, err := s.chatAck(ctx, c, m1)
+			ok, got := ackOK(env, f, a, err, m1.MessageID)
+			r.check("imv2.ack-duplicate", ok && a.Status == protocol.AckDuplicate, "chat.message.ack duplicate", got, s.redact(string(f.data)))
+		}
+	}
+	if r.want("imv2.ack-conflict") {
+		if !accepted {
+			r.skip("imv2.ack-conflict", "the first message was not accepted")
+		} else {
+			other := m1
+			other.Text = "xconn conformance check: other content under the same message_id"
+			env, f, a, err := s.chatAck(ctx, c, other)
+			ok, got := ackOK(env, f, a, err, m1.MessageID)
+			ok = ok && a.Status == protocol.AckRejected && a.Code != "" && a.Retryable != nil && !*a.Retryable
+			r.check("imv2.ack-conflict", ok, "chat.message.ack rejected with a code and retryable=false", got+fmt.Sprintf(", code %q, retryable %v", a.Code, boolString(a.Retryable)), s.redact(string(f.data)))
+		}
+	}
+	if r.want("imv2.ack-invalid-payload") {
+		_, f, a, err := s.chatAck(ctx, c, protocol.ChatMessagePayload{MessageID: "conf-" + tag + "-empty"})
+		_, rejectedErr := rejection(f, err)
+		ok := err == nil && ((f.env.Type == protocol.TypeError && rejectedErr) ||
+			(f.env.Type == protocol.TypeChatMessageAck && a.Status == protocol.AckRejected && a.Retryable != nil && !*a.Retryable))
+		r.check("imv2.ack-invalid-payload", ok, "an error packet or chat.message.ack rejected with retryable=false", describe(f, err)+fmt.Sprintf(" status %q retryable %v", a.Status, boolString(a.Retryable)), s.redact(string(f.data)))
+	}
+	if r.want("imv2.final-with-file") {
+		if s.upload.fileRef == "" {
+			r.skip("imv2.final-with-file", "no file_ref from a successful upload (see transfer.upload)")
+		} else {
+			m := protocol.ChatMessagePayload{MessageID: "conf-" + tag + "-file", Text: "xconn conformance check: final with a file",
+				Files: []protocol.ChatFile{{Type: protocol.FileFile, FileRef: s.upload.fileRef, Filename: "conformance.txt", MimeType: "text/plain"}}}
+			env, f, a, err := s.chatAck(ctx, c, m)
+			ok, got := ackOK(env, f, a, err, m.MessageID)
+			r.check("imv2.final-with-file", ok && a.Status == protocol.AckAccepted, "chat.message.ack accepted", got+fmt.Sprintf(", code %q", a.Code), s.redact(string(f.data)))
+		}
+	}
+	if r.want("imv2.delta-final") {
+		id := "conf-" + tag + "-2"
+		var deltas []*protocol.Envelope
+		for i, text := range []string{"xconn conformance ", "check: deltas then final"} {
+			d := c.newEnvelope(protocol.TypeChatMessageDelta, s.channelID, protocol.ChatDeltaPayload{MessageID: id, Sequence: int64(i + 1), Text: text})
+			deltas = append(deltas, d)
+			if err := c.send(ctx, d); err != nil {
+				r.skip("imv2.delta-final", err.Error())
+				return
+			}
+		}
+		final := c.newEnvelope(protocol.TypeChatMessage, s.channelID, protocol.ChatMessagePayload{MessageID: id, Text: "xconn conformance check: deltas then final"})
+		if err := c.send(ctx, final); err != nil {
+			r.skip("imv2.delta-final", err.Error())
+			return
+		}
+		var deltaAnswer *frame
+		f, err := c.await(ctx, s.opts.timeout(), func(f frame) bool {
+			for _, d := range deltas {
+				if answers(f, d) && deltaAnswer == nil {
+					g := f
+					deltaAnswer = &g
+				}
+			}
+			return answers(f, final)
+		})
+		var a protocol.ChatAckPayload
+		if err == nil {
+			_ = f.env.DecodePayload(&a)
+		}
+		switch {
+		case deltaAnswer != nil:
+			r.fail("imv2.delta-final", "no answer to a delta", describe(*deltaAnswer, nil), s.redact(string(deltaAnswer.data)))
+		default:
+			ok := err == nil && f.env.Type == protocol.TypeChatMessageAck && a.Status == protocol.AckAccepted && a.MessageID == id
+			r.check("imv2.delta-final", ok, "chat.message.ack accepted for the final", describe(f, err)+fmt.Sprintf(" status %q", a.Status), s.redact(string(f.data)))
+		}
+	}
+	if r.want("imv2.delta-gap") {
+		id := "conf-" + tag + "-3"
+		d1 := c.newEnvelope(protocol.TypeChatMessageDelta, s.channelID, protocol.ChatDeltaPayload{MessageID: id, Sequence: 1, Text: "xconn "})
+		d3 := c.newEnvelope(protocol.TypeChatMessageDelta, s.channelID, protocol.ChatDeltaPayload{MessageID: id, Sequence: 3, Text: "gap"})
+		if err := c.send(ctx, d1); err != nil {
+			r.skip("imv2.delta-gap", err.Error())
+			return
+		}
+		if err := c.send(ctx, d3); err != nil {
+			r.skip("imv2.delta-gap", err.Error())
+			return
+		}
+		f, err := c.await(ctx, s.opts.timeout(), func(f frame) bool { return answers(f, d3) || answers(f, d1) })
+		_, rejected := rejection(f, err)
+		ok := err == nil && rejected && answers(f, d3)
+		r.check("imv2.delta-gap", ok, "an error packet with reply_to "+d3.PacketID, describe(f, err), s.redact(string(f.data)))
+		// Complete the message so that the Connector can drop its delta state.
+		_, _, _, _ = s.chatAck(ctx, c, protocol.ChatMessagePayload{MessageID: id, Text: "xconn conformance check: after a delta gap"})
+	}
+}
+
+func boolString(b *bool) string {
+	if b == nil {
+		return "absent"
+	}
+	return fmt.Sprint(*b)
+}
+
+// probeRedelivery leaves an inbound chat.message unacknowledged, reconnects
+// with the same connector_id, reopens the channel and expects the message
+// again.
+func probeRedelivery(ctx context.Context, s *session, r *recorder) {
+	if !needPrimary(s, r) {
+		return
+	}
+	var msg *inboundChat
+	for i := range s.obs.inbound {
+		in := &s.obs.inbound[i]
+		if in.env.ConnectorChannelID == s.channelID && in.payload.MessageID != "" {
+			msg = in
+			break
+		}
+	}
+	if msg == nil {
+		r.skip("imv2.redelivery", "no chat.message with a message_id arrived on the signed-in channel")
+		return
+	}
+	connectorID := s.primary.helloAck.ConnectorID
+	s.primary.close()
+	s.primary = nil
+	c, err := s.openHello(ctx, connectorID)
+	if err != nil {
+		r.fail("imv2.redelivery", "a reconnect", err.Error(), "")
+		return
+	}
+	if err := c.send(ctx, c.newEnvelope(protocol.TypeChannelOpen, s.channelID, protocol.EmptyPayload{})); err != nil {
+		r.fail("imv2.redelivery", "channel.open", err.Error(), "")
+		return
+	}
+	f, err := c.await(ctx, 2*s.opts.timeout(), func(f frame) bool {
+		if f.env == nil || f.env.Type != protocol.TypeChatMessage {
+			return false
+		}
+		var p protocol.ChatMessagePayload
+		return f.env.DecodePayload(&p) == nil && p.MessageID == msg.payload.MessageID
+	})
+	r.check("imv2.redelivery", err == nil, "chat.message "+msg.payload.MessageID+" again", describe(f, err), "")
+	if err == nil {
+		ack := f.env.Reply(protocol.TypeChatMessageAck)
+		ack.PacketID = "pkt_conf_ack_" + fmt.Sprint(s.seq.Add(1))
+		ack.Time = time.Now().UnixMilli()
+		if ack.SetPayload(protocol.ChatAckPayload{MessageID: msg.payload.MessageID, Status: protocol.AckAccepted}) == nil {
+			_ = c.send(ctx, ack) // best effort: the Connector may now drop the message
+		}
+	}
+	s.primary = c
+}

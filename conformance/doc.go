@@ -1,0 +1,19 @@
+// Package conformance checks a Connector Server of the xAgent Connector
+// protocol 3.0 over the wire, whatever language it is written in.
+//
+// The package holds a registry of requirements ([Requirements]), each with a
+// stable ID tied to a spec section, a level (MUST or SHOULD) and the
+// capability it needs; the MUSTs that cannot be observed on the wire are
+// listed by [NonObservable] with the reason. [Check] runs every applicable
+// requirement against a Base URL over HTTP and WebSocket and returns a
+// [Report] that renders as text, JSON or JUnit XML. [Run] does the same from a
+// connector author's go test.
+//
+// A requirement whose capability the Connector declares is mandatory; one
+// whose capability is absent is skipped with the reason. The suite imports
+// only the protocol package: it tests what is on the wire, nothing else.
+//
+// Checks that need a signed-in channel have side effects on the target
+// system: they invoke a Card tool and deliver a few short assistant messages
+// (text "xconn conformance check ..."). Run them against a test account.
+package conformance

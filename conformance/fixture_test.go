@@ -1,0 +1,52 @@
+package conformance_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/xconn/xconn/conformance"
+	"github.com/xconn/xconn/conformance/internal/fixture"
+)
+
+const (
+	testKey     = "fixture-api-key-0123456789"
+	testTimeout = 2 * time.Second
+)
+
+// startFixture serves a fixture Connector on loopback and returns its Base
+// URL; the server is closed when the test ends.
+func startFixture(t *testing.T, opts fixture.Options) string {
+	t.Helper()
+	fx := fixture.New(opts)
+	srv := httptest.NewServer(fx)
+	base := srv.URL + opts.Prefix
+	fx.SetBaseURL(base)
+	t.Cleanup(func() {
+		fx.Close()
+		srv.Close()
+	})
+	return base
+}
+
+// formOptions are run options that sign in with the fixture's form flow.
+func formOptions() conformance.Options {
+	return conformance.Options{
+		APIKey:    testKey,
+		AuthFlow:  fixture.FormFlow,
+		AuthInput: map[string]string{"room": "lobby", "access_code": "s3cret-code"},
+		Timeout:   testTimeout,
+	}
+}
+
+func check(t *testing.T, base string, opts conformance.Options) *conformance.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rep, err := conformance.Check(ctx, base, opts)
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	return rep
+}
