@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -27,16 +28,19 @@ func (e *exitError) Error() string {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:])
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
 // run executes the CLI with args and returns the process exit code: 0 on
 // success, 1 when the command ran and found a failure, 2 on usage errors.
-func run(ctx context.Context, args []string) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd()
 	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
@@ -44,10 +48,10 @@ func run(ctx context.Context, args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "xconn:", ee.err)
+			fmt.Fprintln(stderr, "xconn:", ee.err)
 		}
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "xconn:", err)
+	fmt.Fprintln(stderr, "xconn:", err)
 	return 2 // cobra's own errors are usage errors
 }

@@ -14,8 +14,15 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd())
-	root.AddCommand(newValidateCmd())
+	root.AddCommand(
+		newDemoCmd(),
+		newServeCmd(),
+		newHostCmd(),
+		newCheckCmd(),
+		newValidateCmd(),
+		newBenchCmd(),
+		newVersionCmd(),
+	)
 	return root
 }
 
