@@ -1,0 +1,229 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
+	_ "modernc.org/sqlite"             // driver "sqlite"
+)
+
+type dialect int
+
+const (
+	dialectSQLite dialect = iota + 1
+	dialectPostgres
+)
+
+// DB is the durable store over SQLite or PostgreSQL. It implements
+// ConnectorStore, HostStore, Leaser and the delivery package's storage
+// interfaces. It is safe for concurrent use, also by several processes
+// sharing one database.
+type DB struct {
+	dialect dialect
+	// w takes every write; for SQLite it is one connection, so writers in
+	// this process never collide (other processes wait on busy_timeout).
+	w *sql.DB
+	// r serves reads outside transactions (the same pool for PostgreSQL).
+	r    *sql.DB
+	aead *sealer
+	opts Options
+}
+
+// Open opens the store named by dsn and applies the pending migrations:
+// "sqlite:PATH" (WAL, foreign keys, busy timeout) or "postgres://..." /
+// "postgresql://..." (pgx). Any other DSN is an error.
+func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
+	opts = opts.withDefaults()
+	key, err := loadKey(opts)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := newSealer(key)
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{aead: aead, opts: opts}
+	switch {
+	case strings.HasPrefix(dsn, "sqlite:"):
+		db.dialect = dialectSQLite
+		if err := db.openSQLite(strings.TrimPrefix(dsn, "sqlite:")); err != nil {
+			return nil, err
+		}
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		db.dialect = dialectPostgres
+		pg, err := sql.Open("pgx", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("store: open postgres: %w", err)
+		}
+		pg.SetMaxOpenConns(opts.MaxOpenConns)
+		pg.SetMaxIdleConns(opts.MaxOpenConns)
+		db.w, db.r = pg, pg
+	default:
+		return nil, errors.New(`store: unsupported DSN: want "sqlite:PATH" or "postgres://..."`)
+	}
+	if err := db.r.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: connect: %w", err)
+	}
+	if err := db.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func (db *DB) openSQLite(path string) error {
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return errors.New(`store: sqlite DSN needs a file path without "?" or "#"`)
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	w, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return fmt.Errorf("store: open sqlite: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	// The writer creates the file and switches it to WAL before readers open.
+	if err := w.Ping(); err != nil {
+		w.Close()
+		return fmt.Errorf("store: open sqlite: %w", err)
+	}
+	q.Add("_pragma", "query_only(1)")
+	r, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		w.Close()
+		return fmt.Errorf("store: open sqlite: %w", err)
+	}
+	r.SetMaxOpenConns(db.opts.MaxOpenConns)
+	db.w, db.r = w, r
+	return nil
+}
+
+// Close closes the database handles.
+func (db *DB) Close() error {
+	err := db.w.Close()
+	if db.r != db.w {
+		err = errors.Join(err, db.r.Close())
+	}
+	return err
+}
+
+// Dialect returns "sqlite" or "postgres".
+func (db *DB) Dialect() string {
+	if db.dialect == dialectPostgres {
+		return "postgres"
+	}
+	return "sqlite"
+}
+
+// q rewrites the ? placeholders of query for the dialect. Queries of this
+// package never hold a literal "?".
+func (db *DB) q(query string) string {
+	if db.dialect != dialectPostgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, c := range query {
+		if c == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// tx runs f in one write transaction (BEGIN IMMEDIATE on SQLite) and commits.
+func (db *DB) tx(ctx context.Context, f func(tx *sql.Tx) error) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	if err := f(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+// lock serialises the transactions of two processes on one logical key in
+// PostgreSQL (SQLite's BEGIN IMMEDIATE already serialises every writer).
+func (db *DB) lock(ctx context.Context, tx *sql.Tx, key string) error {
+	if db.dialect != dialectPostgres {
+		return nil
+	}
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64())); err != nil {
+		return fmt.Errorf("store: lock: %w", err)
+	}
+	return nil
+}
+
+// offsetAll is "skip ? rows, return the rest" in the dialect.
+func (db *DB) offsetAll() string {
+	if db.dialect == dialectPostgres {
+		return "OFFSET ?"
+	}
+	return "LIMIT -1 OFFSET ?"
+}
+
+func (db *DB) now() time.Time { return db.opts.Now() }
+
+// ts encodes a time as Unix nanoseconds, the zero time as 0.
+func ts(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromTS decodes ts.
+func fromTS(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// notFound maps sql.ErrNoRows to ErrNotFound with context.
+func notFound(err error, what string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("store: %s: %w", what, ErrNotFound)
+	}
+	return fmt.Errorf("store: %s: %w", what, err)
+}
+
+func affected(res sql.Result) int {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0
+	}
+	return int(n)
+}

@@ -1,0 +1,290 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/xconn/xconn/delivery"
+	"github.com/xconn/xconn/protocol"
+)
+
+// Outbox storage of package delivery: table outbox holds pending entries
+// (seq orders a channel), outbox_outcomes the bounded history of terminal
+// outcomes. Every method is one transaction or one statement.
+
+const outboxCols = `seq, queue, channel, message_id, payload, created_at, expires_at, attempts, next_attempt, last_error`
+
+// outboxColsO is outboxCols qualified with alias o.
+const outboxColsO = `o.seq, o.queue, o.channel, o.message_id, o.payload, o.created_at, o.expires_at, o.attempts, o.next_attempt, o.last_error`
+
+func scanEntry(s interface{ Scan(...any) error }) (delivery.Entry, error) {
+	var e delivery.Entry
+	var created, exp, next int64
+	err := s.Scan(&e.Seq, &e.Queue, &e.Channel, &e.MessageID, &e.Payload, &created, &exp, &e.Attempts, &next, &e.LastError)
+	e.CreatedAt, e.ExpiresAt, e.NextAttempt = fromTS(created), fromTS(exp), fromTS(next)
+	return e, err
+}
+
+const outcomeCols = `queue, channel, message_id, kind, code, message, attempts, created_at, expires_at, at`
+
+func scanOutcome(s interface{ Scan(...any) error }) (delivery.Outcome, error) {
+	var o delivery.Outcome
+	var kind, code string
+	var created, exp, at int64
+	err := s.Scan(&o.Queue, &o.Channel, &o.MessageID, &kind, &code, &o.Message, &o.Attempts, &created, &exp, &at)
+	o.Kind, o.Code = delivery.OutcomeKind(kind), protocol.Code(code)
+	o.CreatedAt, o.ExpiresAt, o.At = fromTS(created), fromTS(exp), fromTS(at)
+	return o, err
+}
+
+func (db *DB) recordOutcome(ctx context.Context, tx *sql.Tx, o delivery.Outcome) error {
+	_, err := tx.ExecContext(ctx, db.q(`INSERT INTO outbox_outcomes (`+outcomeCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (queue, channel, message_id) DO UPDATE SET kind = excluded.kind, code = excluded.code,
+		message = excluded.message, attempts = excluded.attempts, created_at = excluded.created_at,
+		expires_at = excluded.expires_at, at = excluded.at`),
+		o.Queue, o.Channel, o.MessageID, string(o.Kind), string(o.Code), o.Message, o.Attempts, ts(o.CreatedAt), ts(o.ExpiresAt), ts(o.At))
+	if err != nil {
+		return fmt.Errorf("store: record outcome: %w", err)
+	}
+	return nil
+}
+
+// dropEntries deletes the entries selected by where (with args) and records
+// an outcome of kind for each; it returns the outcomes.
+func (db *DB) dropEntries(ctx context.Context, tx *sql.Tx, kind delivery.OutcomeKind, code protocol.Code, msg string, now time.Time, where string, args ...any) ([]delivery.Outcome, error) {
+	rows, err := tx.QueryContext(ctx, db.q(`DELETE FROM outbox WHERE seq IN (`+where+`) RETURNING `+outboxCols), args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: drop outbox entries: %w", err)
+	}
+	entries, err := collect(rows, scanEntry, "drop outbox entries")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]delivery.Outcome, 0, len(entries))
+	for _, e := range entries {
+		o := delivery.Outcome{Queue: e.Queue, Channel: e.Channel, MessageID: e.MessageID, Kind: kind, Code: code,
+			Message: msg, Attempts: e.Attempts, CreatedAt: e.CreatedAt, ExpiresAt: e.ExpiresAt, At: now}
+		if err := db.recordOutcome(ctx, tx, o); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// OutboxEnqueue implements delivery.OutboxStorage.
+func (db *DB) OutboxEnqueue(ctx context.Context, e delivery.Entry, capacity int, now time.Time) (delivery.EnqueueResult, error) {
+	var res delivery.EnqueueResult
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		res = delivery.EnqueueResult{}
+		if err := db.lock(ctx, tx, "outbox:"+e.Queue+"\x00"+e.Channel); err != nil {
+			return err
+		}
+		cur, err := scanEntry(tx.QueryRowContext(ctx, db.q(`SELECT `+outboxCols+` FROM outbox WHERE queue = ? AND channel = ? AND message_id = ?`),
+			e.Queue, e.Channel, e.MessageID))
+		switch {
+		case err == nil:
+			res.Status, res.Entry = delivery.AlreadyPending, cur
+			return nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("store: enqueue: %w", err)
+		}
+		o, err := scanOutcome(tx.QueryRowContext(ctx, db.q(`SELECT `+outcomeCols+` FROM outbox_outcomes WHERE queue = ? AND channel = ? AND message_id = ?`),
+			e.Queue, e.Channel, e.MessageID))
+		switch {
+		case err == nil:
+			res.Status, res.Outcome = delivery.AlreadyDone, o
+			return nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("store: enqueue: %w", err)
+		}
+		expired, err := db.dropEntries(ctx, tx, delivery.OutcomeExpired, "", "expired before delivery", now,
+			`SELECT seq FROM outbox WHERE queue = ? AND channel = ? AND expires_at <= ?`, e.Queue, e.Channel, ts(now))
+		if err != nil {
+			return err
+		}
+		res.Dropped = expired
+		var n int
+		if err := tx.QueryRowContext(ctx, db.q(`SELECT COUNT(*) FROM outbox WHERE queue = ? AND channel = ?`), e.Queue, e.Channel).Scan(&n); err != nil {
+			return fmt.Errorf("store: enqueue: %w", err)
+		}
+		if capacity > 0 && n >= capacity {
+			evicted, err := db.dropEntries(ctx, tx, delivery.OutcomeEvicted, delivery.CodeCapacityExceeded, "channel outbox full", now,
+				`SELECT seq FROM outbox WHERE queue = ? AND channel = ? ORDER BY seq LIMIT ?`, e.Queue, e.Channel, n-capacity+1)
+			if err != nil {
+				return err
+			}
+			res.Dropped = append(res.Dropped, evicted...)
+		}
+		if err := tx.QueryRowContext(ctx, db.q(`INSERT INTO outbox (queue, channel, message_id, payload, created_at, expires_at, attempts, next_attempt, last_error)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`),
+			e.Queue, e.Channel, e.MessageID, nonNil(e.Payload), ts(e.CreatedAt), ts(e.ExpiresAt), e.Attempts, ts(e.NextAttempt), e.LastError).Scan(&e.Seq); err != nil {
+			return fmt.Errorf("store: enqueue: %w", err)
+		}
+		res.Status, res.Entry = delivery.Enqueued, e
+		return nil
+	})
+	return res, err
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// isHead restricts outbox o to channel heads: no older entry in its channel.
+const isHead = `NOT EXISTS (SELECT 1 FROM outbox p WHERE p.queue = o.queue AND p.channel = o.channel AND p.seq < o.seq)`
+
+// OutboxDue implements delivery.OutboxStorage. It walks index outbox_due
+// in NextAttempt order and keeps the channel heads.
+func (db *DB) OutboxDue(ctx context.Context, queue string, now time.Time, limit int) ([]delivery.Entry, error) {
+	rows, err := db.r.QueryContext(ctx, db.q(`SELECT `+outboxColsO+` FROM outbox o WHERE o.queue = ? AND o.next_attempt <= ? AND `+isHead+`
+		ORDER BY o.next_attempt, o.seq LIMIT ?`), queue, ts(now), max(limit, 0))
+	if err != nil {
+		return nil, fmt.Errorf("store: outbox due: %w", err)
+	}
+	return collect(rows, scanEntry, "outbox due")
+}
+
+// OutboxNextAttempt implements delivery.OutboxStorage.
+func (db *DB) OutboxNextAttempt(ctx context.Context, queue string, after time.Time) (time.Time, bool, error) {
+	var next sql.NullInt64
+	if err := db.r.QueryRowContext(ctx, db.q(`SELECT o.next_attempt FROM outbox o WHERE o.queue = ? AND o.next_attempt > ? AND `+isHead+`
+		ORDER BY o.next_attempt LIMIT 1`), queue, ts(after)).Scan(&next); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, false, fmt.Errorf("store: outbox next attempt: %w", err)
+	}
+	if !next.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromTS(next.Int64), true, nil
+}
+
+// OutboxRetry implements delivery.OutboxStorage.
+func (db *DB) OutboxRetry(ctx context.Context, queue, channel, messageID string, attempts int, next time.Time, lastErr string) (bool, error) {
+	res, err := db.w.ExecContext(ctx, db.q(`UPDATE outbox SET attempts = ?, next_attempt = ?, last_error = ?
+		WHERE queue = ? AND channel = ? AND message_id = ?`), attempts, ts(next), lastErr, queue, channel, messageID)
+	if err != nil {
+		return false, fmt.Errorf("store: outbox retry: %w", err)
+	}
+	return affected(res) > 0, nil
+}
+
+// OutboxReschedule implements delivery.OutboxStorage.
+func (db *DB) OutboxReschedule(ctx context.Context, queue, channel string, at time.Time) error {
+	_, err := db.w.ExecContext(ctx, db.q(`UPDATE outbox SET next_attempt = ? WHERE queue = ? AND channel = ? AND next_attempt > ?`),
+		ts(at), queue, channel, ts(at))
+	if err != nil {
+		return fmt.Errorf("store: outbox reschedule: %w", err)
+	}
+	return nil
+}
+
+// OutboxFinish implements delivery.OutboxStorage.
+func (db *DB) OutboxFinish(ctx context.Context, o delivery.Outcome) (bool, error) {
+	var ok bool
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, db.q(`DELETE FROM outbox WHERE queue = ? AND channel = ? AND message_id = ?`), o.Queue, o.Channel, o.MessageID)
+		if err != nil {
+			return fmt.Errorf("store: outbox finish: %w", err)
+		}
+		if ok = affected(res) > 0; !ok {
+			return nil
+		}
+		return db.recordOutcome(ctx, tx, o)
+	})
+	return ok, err
+}
+
+// OutboxExpire implements delivery.OutboxStorage.
+func (db *DB) OutboxExpire(ctx context.Context, queue string, now time.Time, limit int) ([]delivery.Outcome, error) {
+	var out []delivery.Outcome
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = db.dropEntries(ctx, tx, delivery.OutcomeExpired, "", "expired before delivery", now,
+			`SELECT seq FROM outbox WHERE queue = ? AND expires_at <= ? ORDER BY expires_at LIMIT ?`, queue, ts(now), max(limit, 0))
+		return err
+	})
+	return out, err
+}
+
+// OutboxPending implements delivery.OutboxStorage.
+func (db *DB) OutboxPending(ctx context.Context, queue string) (int, error) {
+	var n int
+	if err := db.r.QueryRowContext(ctx, db.q(`SELECT COUNT(*) FROM outbox WHERE queue = ?`), queue).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: outbox pending: %w", err)
+	}
+	return n, nil
+}
+
+// OutboxOutcome implements delivery.OutboxStorage.
+func (db *DB) OutboxOutcome(ctx context.Context, queue, channel, messageID string) (delivery.Outcome, bool, error) {
+	o, err := scanOutcome(db.r.QueryRowContext(ctx, db.q(`SELECT `+outcomeCols+` FROM outbox_outcomes WHERE queue = ? AND channel = ? AND message_id = ?`),
+		queue, channel, messageID))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return delivery.Outcome{}, false, nil
+	case err != nil:
+		return delivery.Outcome{}, false, fmt.Errorf("store: outbox outcome: %w", err)
+	}
+	return o, true, nil
+}
+
+// OutboxOutcomes implements delivery.OutboxStorage.
+func (db *DB) OutboxOutcomes(ctx context.Context, queue, channel string, limit int) ([]delivery.Outcome, error) {
+	rows, err := db.r.QueryContext(ctx, db.q(`SELECT `+outcomeCols+` FROM outbox_outcomes WHERE queue = ? AND channel = ?
+		ORDER BY at DESC, message_id DESC LIMIT ?`), queue, channel, max(limit, 0))
+	if err != nil {
+		return nil, fmt.Errorf("store: outbox outcomes: %w", err)
+	}
+	return collect(rows, scanOutcome, "outbox outcomes")
+}
+
+// OutboxPruneOutcomes implements delivery.OutboxStorage.
+func (db *DB) OutboxPruneOutcomes(ctx context.Context, queue string, before time.Time, maxKeep int) (int, error) {
+	var n int
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, db.q(`DELETE FROM outbox_outcomes WHERE queue = ? AND at < ?`), queue, ts(before))
+		if err != nil {
+			return fmt.Errorf("store: prune outcomes: %w", err)
+		}
+		n = affected(res)
+		var count int
+		if err := tx.QueryRowContext(ctx, db.q(`SELECT COUNT(*) FROM outbox_outcomes WHERE queue = ?`), queue).Scan(&count); err != nil {
+			return fmt.Errorf("store: prune outcomes: %w", err)
+		}
+		if count <= maxKeep {
+			return nil
+		}
+		res, err = tx.ExecContext(ctx, db.q(`DELETE FROM outbox_outcomes WHERE queue = ? AND (channel, message_id) IN (
+			SELECT channel, message_id FROM outbox_outcomes WHERE queue = ? ORDER BY at DESC, channel DESC, message_id DESC `+db.offsetAll()+`)`),
+			queue, queue, max(maxKeep, 0))
+		if err != nil {
+			return fmt.Errorf("store: prune outcomes: %w", err)
+		}
+		n += affected(res)
+		return nil
+	})
+	return n, err
+}
+
+// OutboxDeleteChannel implements delivery.OutboxStorage.
+func (db *DB) OutboxDeleteChannel(ctx context.Context, queue, channel string) (int, error) {
+	var n int
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, db.q(`DELETE FROM outbox WHERE queue = ? AND channel = ?`), queue, channel)
+		if err != nil {
+			return fmt.Errorf("store: outbox delete channel: %w", err)
+		}
+		n = affected(res)
+		if _, err := tx.ExecContext(ctx, db.q(`DELETE FROM outbox_outcomes WHERE queue = ? AND channel = ?`), queue, channel); err != nil {
+			return fmt.Errorf("store: outbox delete channel: %w", err)
+		}
+		return nil
+	})
+	return n, err
+}
