@@ -1,0 +1,409 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/xconn/xconn/connectors/webchat"
+	"github.com/xconn/xconn/host"
+	"github.com/xconn/xconn/internal/qr"
+	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/store"
+)
+
+// Settings of "xconn demo".
+const (
+	demoUser       = "demo"
+	demoAPIKeyFile = "demo-api.key"
+	demoOnlineWait = 15 * time.Second
+	// demoMaxSignins bounds how many QR sign-ins the demo starts in a row
+	// while nobody scans (each lasts up to the host's sign-in timeout).
+	demoMaxSignins = 6
+)
+
+func newDemoCmd() *cobra.Command {
+	var f webchatFlags
+	var agentName string
+	var pace time.Duration
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the web chat connector with an embedded xAgent host and the Echo agent",
+		Long: `Run the whole system in one process: the web chat connector, an embedded xAgent
+host that admits it, and an agent (Echo by default). The demo opens a channel
+(reusing the stored one on restart), starts a QR sign-in and prints the QR code and
+the login URL; then it logs sign-in, messages, deltas and acks. State lives in
+--data. Ctrl-C stops it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			agent, err := demoAgent(agentName, pace)
+			if err != nil {
+				return err // a usage error
+			}
+			if err := runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, agent); err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			return nil
+		},
+	}
+	f.register(cmd, false)
+	cmd.Flags().StringVar(&agentName, "agent", "echo", "agent behind the embedded host: echo")
+	cmd.Flags().DurationVar(&pace, "pace", 80*time.Millisecond, "pause before each streamed delta, so streaming is visible (0 = none)")
+	return cmd
+}
+
+// demoAgent is the --agent seam: it maps a name to a host.Agent. A real
+// model-backed agent plugs in here.
+func demoAgent(name string, pace time.Duration) (host.Agent, error) {
+	var a host.Agent
+	switch name {
+	case "echo":
+		a = host.Echo{}
+	default:
+		return nil, fmt.Errorf("unknown agent %q (known: echo)", name)
+	}
+	if pace > 0 {
+		a = pacedAgent{next: a, pace: pace}
+	}
+	return a, nil
+}
+
+// pacedAgent slows an agent's deltas down so that a human sees them
+// stream. It is stateless and safe for concurrent use.
+type pacedAgent struct {
+	next host.Agent
+	pace time.Duration
+}
+
+func (p pacedAgent) HandleMessage(ctx context.Context, msg *host.UserMessage, reply host.ReplyStream) error {
+	return p.next.HandleMessage(ctx, msg, pacedStream{ReplyStream: reply, pace: p.pace})
+}
+
+type pacedStream struct {
+	host.ReplyStream
+	pace time.Duration
+}
+
+func (s pacedStream) Delta(ctx context.Context, text string) error {
+	t := time.NewTimer(s.pace)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.ReplyStream.Delta(ctx, text)
+}
+
+// runDemo runs the demo until ctx ends.
+func runDemo(ctx context.Context, out, errOut io.Writer, f webchatFlags, agent host.Agent) error {
+	log := serveLogger(errOut, slog.LevelWarn)
+	p := &demoPrinter{w: out}
+	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	apiKey, err := demoLoadOrCreateSecret(filepath.Join(f.dataDir, demoAPIKeyFile))
+	if err != nil {
+		return err
+	}
+	f.apiKey = apiKey
+	rt, err := startWebchat(ctx, f, "webchat.db", log)
+	if err != nil {
+		return err
+	}
+	defer rt.close()
+	p.say("Web chat connector at %s (chat pages under %s)", rt.baseURL, rt.conn.WebURL())
+
+	hostDSN := f.storeDSN
+	if hostDSN == "" {
+		hostDSN = "sqlite:" + filepath.Join(f.dataDir, "host.db")
+	}
+	hdb, err := store.Open(ctx, hostDSN, store.Options{DataDir: f.dataDir})
+	if err != nil {
+		return fmt.Errorf("open host store: %w", err)
+	}
+	defer hdb.Close()
+	h, err := host.New(host.Options{
+		Store:    hdb,
+		Delivery: hdb,
+		Agent:    agent,
+		OnPacket: p.packet,
+		OnEvent:  p.event,
+		Logger:   log,
+		FilesDir: filepath.Join(f.dataDir, "host-files"),
+	})
+	if err != nil {
+		return err
+	}
+	if err := h.Start(ctx); err != nil {
+		return fmt.Errorf("start host: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		_ = h.Close(cctx)
+	}()
+	if err := demoAdmit(ctx, h, rt.baseURL, apiKey, p); err != nil {
+		return err
+	}
+	if err := demoWaitOnline(ctx, h, webchat.CardID); err != nil {
+		return err
+	}
+	err = demoSignins(ctx, h, rt.conn, p)
+	if ctx.Err() != nil {
+		p.say("Stopping…")
+		return nil
+	}
+	return err
+}
+
+// demoAdmit admits the connector, replacing a stored admission of the same
+// card at another Base URL (a changed --listen).
+func demoAdmit(ctx context.Context, h *host.Host, baseURL, apiKey string, p *demoPrinter) error {
+	if c, ok := h.Connector(webchat.CardID); ok && c.BaseURL != baseURL {
+		p.say("The stored connector was at %s; admitting %s instead", c.BaseURL, baseURL)
+		if err := h.Remove(ctx, webchat.CardID); err != nil {
+			return fmt.Errorf("remove old admission: %w", err)
+		}
+	}
+	c, err := h.Admit(ctx, baseURL, apiKey)
+	if err != nil {
+		return fmt.Errorf("admit the web chat connector: %w", err)
+	}
+	p.say("Host admitted %s (%s %s)", c.CardID, c.Card.Connector.Name, c.Card.Connector.Version)
+	return nil
+}
+
+func demoWaitOnline(ctx context.Context, h *host.Host, cardID string) error {
+	ctx, cancel := context.WithTimeout(ctx, demoOnlineWait)
+	defer cancel()
+	t := time.NewTicker(25 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if c, ok := h.Connector(cardID); ok && c.Link == host.LinkOnline {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the data plane of %s did not come online: %w", cardID, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// demoSignins opens (or reuses) the demo user's channel and runs QR
+// sign-ins, printing each QR code and login URL, until one succeeds; then
+// it waits for ctx.
+func demoSignins(ctx context.Context, h *host.Host, conn *webchat.Connector, p *demoPrinter) error {
+	for range demoMaxSignins {
+		s, err := startDemoSignin(ctx, h, p)
+		if err != nil {
+			return err
+		}
+		uc, err := followSignin(ctx, s, p)
+		if err == nil {
+			p.say("Signed in: channel %s. Chat page: %s", uc.ChannelID, conn.WebURL())
+			p.say("Write a message in the browser; Ctrl-C stops the demo.")
+			<-ctx.Done()
+			return nil
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		p.say("Sign-in ended (%v); starting a new one", err)
+	}
+	p.say("Nobody signed in; the demo keeps serving. Ctrl-C stops it.")
+	<-ctx.Done()
+	return nil
+}
+
+func startDemoSignin(ctx context.Context, h *host.Host, p *demoPrinter) (*host.Signin, error) {
+	chans, err := h.Channels(ctx, demoUser, webchat.CardID)
+	if err != nil {
+		return nil, fmt.Errorf("list channels: %w", err)
+	}
+	if len(chans) > 0 {
+		uc := chans[0]
+		state := "signed out"
+		if uc.Authenticated {
+			state = "signed in; browsers signed in before stay signed in"
+		}
+		p.say("Resuming channel %s (%s)", uc.ChannelID, state)
+		s, err := h.Reauthenticate(ctx, uc.ID, webchat.FlowQR, nil)
+		if err != nil {
+			return nil, fmt.Errorf("start QR sign-in: %w", err)
+		}
+		return s, nil
+	}
+	s, err := h.Connect(ctx, demoUser, webchat.CardID, webchat.FlowQR, nil)
+	if err != nil {
+		return nil, fmt.Errorf("start QR sign-in: %w", err)
+	}
+	p.say("Opened channel %s", s.State().ChannelID)
+	return s, nil
+}
+
+// followSignin prints the QR code whenever it changes and logs the
+// sign-in's states until it ends.
+func followSignin(ctx context.Context, s *host.Signin, p *demoPrinter) (store.UserChannel, error) {
+	var lastQR string
+	var lastStatus protocol.AuthStatus
+	show := func(st host.SigninState) {
+		if st.QRCodeText != "" && st.QRCodeText != lastQR {
+			lastQR = st.QRCodeText
+			p.qr(st.QRCodeText, st.ExpiresAt)
+		}
+		if st.Status != lastStatus {
+			lastStatus = st.Status
+			p.say("sign-in: %s", st.Status)
+		}
+	}
+	show(s.State())
+	for {
+		select {
+		case st, ok := <-s.Updates():
+			if !ok {
+				return s.Wait(ctx)
+			}
+			show(st)
+		case <-ctx.Done():
+			cctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			defer cancel()
+			_ = s.Cancel(cctx)
+			return store.UserChannel{}, ctx.Err()
+		}
+	}
+}
+
+// demoLoadOrCreateSecret reads a hex secret file, creating it (mode 0600)
+// when absent.
+func demoLoadOrCreateSecret(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil && len(b) > 0 {
+		return string(b), nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("secret file: %w", err)
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", fmt.Errorf("secret file: %w", err)
+	}
+	s := hex.EncodeToString(raw)
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		return "", fmt.Errorf("secret file: %w", err)
+	}
+	return s, nil
+}
+
+// demoPrinter writes the demo's readable log lines. Safe for concurrent
+// use (packet observers run on the host's goroutines).
+type demoPrinter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (p *demoPrinter) say(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, "%s  %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+// qr prints a QR code and, on a line of its own, the login URL.
+func (p *demoPrinter) qr(text string, expires time.Time) {
+	art, err := qr.Terminal(text)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintln(p.w)
+	if err == nil {
+		fmt.Fprint(p.w, art)
+	}
+	fmt.Fprintln(p.w, "Scan the QR code with a phone, or open the login URL in a browser on this machine:")
+	fmt.Fprintf(p.w, "Login URL: %s\n", text)
+	if !expires.IsZero() {
+		fmt.Fprintf(p.w, "(valid until %s; a new one follows when it expires)\n", expires.Local().Format("15:04:05"))
+	}
+	fmt.Fprintln(p.w)
+}
+
+// packet logs one data-plane packet: the type, the channel and, for chat
+// packets, the readable parts. Auth and tool payloads are never printed
+// (they may hold form input or tokens).
+func (p *demoPrinter) packet(dir protocol.Direction, _ string, env *protocol.Envelope) {
+	arrow := "host → connector"
+	if dir == protocol.ToHost {
+		arrow = "connector → host"
+	}
+	detail := ""
+	switch env.Type {
+	case protocol.TypePing, protocol.TypePong, protocol.TypeAuthStatus, protocol.TypeAuthStatusAck:
+		return // periodic; sign-in states are logged as "sign-in: <status>"
+	case protocol.TypeChatMessage:
+		var m protocol.ChatMessagePayload
+		if env.DecodePayload(&m) == nil {
+			who := "user"
+			if dir == protocol.ToConnector {
+				who = "assistant"
+			}
+			detail = fmt.Sprintf("%s message %s %q", who, m.MessageID, demoTrim(m.Text, 80))
+			if len(m.Files) > 0 {
+				detail += fmt.Sprintf(" +%d file(s)", len(m.Files))
+			}
+		}
+	case protocol.TypeChatMessageDelta:
+		var d protocol.ChatDeltaPayload
+		if env.DecodePayload(&d) == nil {
+			detail = fmt.Sprintf("delta %s #%d %q", d.MessageID, d.Sequence, demoTrim(d.Text, 40))
+		}
+	case protocol.TypeChatMessageAck:
+		var a protocol.ChatAckPayload
+		if env.DecodePayload(&a) == nil {
+			detail = fmt.Sprintf("ack %s %s", a.MessageID, a.Status)
+			if a.Code != "" {
+				detail += " " + a.Code
+			}
+		}
+	case protocol.TypeChatActivity:
+		var a protocol.ChatActivityPayload
+		if env.DecodePayload(&a) == nil {
+			detail = "activity " + a.Status
+			if a.ToolName != "" {
+				detail += " " + a.ToolName
+			}
+		}
+	case protocol.TypeAuthStartAck:
+		var a protocol.AuthStatePayload
+		if env.DecodePayload(&a) == nil {
+			detail = "status " + a.Status
+		}
+	}
+	if env.Error != nil {
+		detail += " error " + env.Error.Code
+	}
+	ch := env.ConnectorChannelID
+	if ch == "" {
+		ch = "-"
+	}
+	p.say("%s  %-26s %s %s", arrow, env.Type, ch, detail)
+}
+
+// event logs host state changes worth seeing in a demo.
+func (p *demoPrinter) event(ev host.Event) {
+	switch ev.Kind {
+	case host.EventLink:
+		p.say("data plane: %s %s", ev.Link, ev.Detail)
+	case host.EventHealth:
+		p.say("health: %s %s", ev.Health, ev.Detail)
+	case host.EventDelivery:
+		p.say("delivery: %s", ev.Detail)
+	}
+}

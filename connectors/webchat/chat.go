@@ -1,0 +1,156 @@
+package webchat
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/xconn/xconn/connector"
+	"github.com/xconn/xconn/internal/signurl"
+	"github.com/xconn/xconn/protocol"
+)
+
+// postUserMessage implements backend: the browser's message is published
+// to xAgent through the SDK's durable outbox.
+func (c *Connector) postUserMessage(ctx context.Context, channel, text string, file *upload) (MessageEvent, error) {
+	ch, err := c.srv.Channel(channel)
+	if err != nil || !ch.Authenticated() {
+		return MessageEvent{}, errChannelGone
+	}
+	now := time.Now()
+	msg := connector.UserMessage{MessageID: signurl.RandomID("wcm_"), Text: text, CreatedAt: now}
+	ev := MessageEvent{MessageID: msg.MessageID, From: "user", Text: text, CreatedAt: now.UnixMilli()}
+	if file != nil {
+		body := bufio.NewReaderSize(file.Body, 512)
+		mt := file.MimeType
+		if mt == "" || mt == "application/octet-stream" {
+			head, _ := body.Peek(512)
+			mt = http.DetectContentType(head)
+		}
+		if i := strings.IndexByte(mt, ';'); i >= 0 && !strings.HasPrefix(mt, "text/") {
+			mt = strings.TrimSpace(mt[:i])
+		}
+		ft := fileTypeOf(mt)
+		msg.Files = []connector.OutgoingFile{{Name: file.Filename, MimeType: mt, Type: ft, Content: body}}
+		ev.Files = []FileEvent{{Type: ft, Filename: file.Filename, MimeType: mt}}
+	}
+	if err := ch.Publish(ctx, msg); err != nil {
+		return MessageEvent{}, fmt.Errorf("webchat: publish: %w", err)
+	}
+	return ev, nil
+}
+
+// fileTypeOf maps a media type to an IM v2 file type.
+func fileTypeOf(mt string) protocol.FileType {
+	switch {
+	case strings.HasPrefix(mt, "image/"):
+		return protocol.FileImage
+	case strings.HasPrefix(mt, "video/"):
+		return protocol.FileVideo
+	case strings.HasPrefix(mt, "audio/"):
+		return protocol.FileAudio
+	}
+	return protocol.FileFile
+}
+
+// openFile implements backend: a transfer-plane file of the channel.
+func (c *Connector) openFile(ctx context.Context, channel, ref string) (fileContent, error) {
+	ch, err := c.srv.Channel(channel)
+	if err != nil {
+		return fileContent{}, errNoFile
+	}
+	f, err := ch.OpenFile(ctx, ref)
+	if err != nil {
+		if protocol.AsError(err) != nil {
+			return fileContent{}, errNoFile
+		}
+		return fileContent{}, fmt.Errorf("webchat: open file: %w", err)
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return fileContent{}, fmt.Errorf("webchat: open file: %w", err)
+	}
+	return fileContent{Body: rc, Filename: f.Filename, MimeType: f.MimeType, Size: f.Size}, nil
+}
+
+// mediaURL is the browser URL of a file of a channel.
+func (c *Connector) mediaURL(ref string) string {
+	return c.webPath + "/media/" + url.PathEscape(ref)
+}
+
+// onAssistantMessage shows a final assistant message on the page; it
+// replaces the message's deltas. Delivery is complete once the message is
+// in the channel's backlog and on every open stream, so it never fails.
+func (c *Connector) onAssistantMessage(_ context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
+	ev := MessageEvent{MessageID: m.MessageID, From: "assistant", Text: m.Text, CreatedAt: m.CreatedAt.UnixMilli()}
+	if m.CreatedAt.IsZero() {
+		ev.CreatedAt = time.Now().UnixMilli()
+	}
+	for _, f := range m.Files {
+		ev.Files = append(ev.Files, FileEvent{Type: f.Type, Filename: f.Filename, MimeType: f.MimeType, Size: f.Size, URL: c.mediaURL(f.Ref)})
+	}
+	e, err := newEvent(EventMessage, ev)
+	if err != nil {
+		return fmt.Errorf("webchat: encode message: %w", err)
+	}
+	c.hub.publish(ch.ID(), e)
+	return nil
+}
+
+// onAssistantDelta streams a fragment to the page.
+func (c *Connector) onAssistantDelta(_ context.Context, ch *connector.Channel, d *connector.AssistantDelta) error {
+	e, err := newEvent(EventDelta, DeltaEvent{MessageID: d.MessageID, Sequence: d.Sequence, Text: d.Text})
+	if err != nil {
+		return fmt.Errorf("webchat: encode delta: %w", err)
+	}
+	c.hub.publish(ch.ID(), e)
+	return nil
+}
+
+// onActivity shows "thinking…" / "using <tool>…" on the page.
+func (c *Connector) onActivity(_ context.Context, ch *connector.Channel, a connector.Activity) error {
+	e, err := newEvent(EventActivity, ActivityEvent{Status: a.Status, ToolName: a.ToolName})
+	if err != nil {
+		return fmt.Errorf("webchat: encode activity: %w", err)
+	}
+	c.hub.publish(ch.ID(), e)
+	return nil
+}
+
+// SendInput is the input of the webchat_message_send tool.
+type SendInput struct {
+	Text string `json:"text" desc:"The text to show on the web chat page, as the assistant."`
+}
+
+// SendResult is the result of the webchat_message_send tool.
+type SendResult struct {
+	Status    string `json:"status" enum:"sent"`
+	MessageID string `json:"message_id"`
+}
+
+// errEmptyText rejects a send without text.
+var errEmptyText = errors.New("text must not be empty")
+
+// sendTool is webchat_message_send: a proactive assistant message to the
+// channel's page. The SDK makes it idempotent by tool call id.
+func (c *Connector) sendTool(_ context.Context, call *connector.Call, in SendInput) (SendResult, error) {
+	text := strings.TrimSpace(in.Text)
+	if text == "" {
+		return SendResult{}, protocol.Errorf(protocol.CodeInvalidArguments, "%v", errEmptyText)
+	}
+	if len(text) > DefaultMaxTextBytes {
+		return SendResult{}, protocol.Errorf(protocol.CodeInvalidArguments, "text longer than %d bytes", DefaultMaxTextBytes)
+	}
+	id := signurl.RandomID("wcm_")
+	e, err := newEvent(EventMessage, MessageEvent{MessageID: id, From: "assistant", Text: text, CreatedAt: time.Now().UnixMilli()})
+	if err != nil {
+		return SendResult{}, fmt.Errorf("webchat: encode message: %w", err)
+	}
+	c.hub.publish(call.Channel.ID(), e)
+	return SendResult{Status: "sent", MessageID: id}, nil
+}

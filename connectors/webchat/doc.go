@@ -1,0 +1,40 @@
+// Package webchat is the web chat connector of xconn (Card id im.webchat,
+// provider webchat, Profile xagent.im.v2): a chat page in the browser,
+// connected to an agent through the xAgent Connector protocol 3.0.
+//
+// It is only target-specific code on the connector SDK
+// (github.com/xconn/xconn/connector): the Card and the Skill
+// (connector-im-webchat), two sign-in flows, one tool and the web side.
+//
+//   - webchat_qr_login (qr_login): the QR code holds the absolute login URL
+//     <public-url>/webchat/login/<one-time-token>. A GET of it shows a
+//     confirm page (status scanned); the Confirm button POSTs to the same
+//     URL (status authenticated), binds the browser's session cookie to the
+//     channel and redirects to the chat page. Links expire after
+//     DefaultLoginTTL; auth.status with refresh=true issues a new one.
+//   - webchat_room (form): fields room and access_code (secret). The
+//     channel is authenticated at once; the room is then reachable at
+//     <public-url>/webchat/rooms/<room> by anyone who enters the access
+//     code. The code lives in the channel's binding, which the store keeps
+//     encrypted; it is compared in constant time and never echoed.
+//   - webchat_message_send (text): a proactive assistant message to the
+//     page, idempotent by tool call id.
+//
+// The web side (cookie sessions, no API key) serves under /webchat/: the
+// chat page (plain HTML, CSS and JavaScript embedded in the binary), POST
+// /webchat/api/messages (JSON {"text": ...} or multipart text + file, 202
+// with the inbound message_id) and GET /webchat/api/events, a stream of
+// Server-Sent Events of types delta, message, activity and status. Deltas
+// render live and the final message replaces them; activity shows
+// "thinking…" or "using <tool>…"; files appear as links or inline images
+// (GET /webchat/media/<file_ref>).
+//
+// Limits (all with defaults, see the Default* constants): upload size,
+// text size, browser sessions (count and lifetime), event streams, the
+// per-stream buffer (a client that falls behind is disconnected and
+// replays the backlog on reconnect), the per-channel backlog of recent
+// messages, access-code attempts per room.
+//
+// A Connector is safe for concurrent use once started; Close stops every
+// event stream and the SDK server and waits for their goroutines.
+package webchat

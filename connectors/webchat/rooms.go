@@ -1,0 +1,159 @@
+package webchat
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MaxRoomNameLength bounds a room name.
+const MaxRoomNameLength = 64
+
+// normalizeRoom lower-cases a room name and checks it: 1 to 64 of a-z,
+// 0-9, '-' and '_'.
+func normalizeRoom(room string) (string, bool) {
+	room = strings.ToLower(strings.TrimSpace(room))
+	if room == "" || len(room) > MaxRoomNameLength {
+		return "", false
+	}
+	for _, c := range room {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return "", false
+		}
+	}
+	return room, true
+}
+
+// roomPage serves GET <base>/rooms/<room>: the room's chat for a browser
+// that entered the access code, else the access code form.
+func (w *webSide) roomPage(rw http.ResponseWriter, r *http.Request) {
+	room, ok := normalizeRoom(r.PathValue("room"))
+	if !ok || !w.be.roomExists(r.Context(), room) {
+		w.render(rw, w.pages.notice, http.StatusNotFound, pageData{Title: "Web Chat", Error: "There is no such room."})
+		return
+	}
+	if s, ok := w.session(r); ok && s.rooms[room] != "" {
+		w.render(rw, w.pages.chat, http.StatusOK, pageData{Title: "Room " + room, Room: room, SignedIn: true})
+		return
+	}
+	w.render(rw, w.pages.room, http.StatusOK, pageData{Title: "Room " + room, Room: room})
+}
+
+// roomEnter serves POST <base>/rooms/<room> with form field access_code.
+// The code is compared in constant time by the backend and never echoed;
+// failures are rate limited per room.
+func (w *webSide) roomEnter(rw http.ResponseWriter, r *http.Request) {
+	room, ok := normalizeRoom(r.PathValue("room"))
+	if !ok {
+		w.render(rw, w.pages.notice, http.StatusNotFound, pageData{Title: "Web Chat", Error: "There is no such room."})
+		return
+	}
+	if !w.sameOrigin(r) {
+		w.render(rw, w.pages.notice, http.StatusForbidden, pageData{Title: "Web Chat", Error: "Cross-site request refused."})
+		return
+	}
+	r.Body = http.MaxBytesReader(rw, r.Body, 4096)
+	if err := r.ParseForm(); err != nil {
+		w.render(rw, w.pages.room, http.StatusBadRequest, pageData{Title: "Room " + room, Room: room, Error: "The form could not be read."})
+		return
+	}
+	if !w.limiter.allow(room, w.now()) {
+		w.render(rw, w.pages.room, http.StatusTooManyRequests, pageData{Title: "Room " + room, Room: room, Error: "Too many wrong codes. Wait a minute and try again."})
+		return
+	}
+	channel, err := w.be.enterRoom(r.Context(), room, r.PostFormValue("access_code"))
+	switch {
+	case errors.Is(err, errNoRoom):
+		w.render(rw, w.pages.notice, http.StatusNotFound, pageData{Title: "Web Chat", Error: "There is no such room."})
+		return
+	case errors.Is(err, errWrongCode):
+		w.limiter.fail(room, w.now())
+		w.render(rw, w.pages.room, http.StatusForbidden, pageData{Title: "Room " + room, Room: room, Error: "That access code is not right."})
+		return
+	case err != nil:
+		w.log.Warn("webchat: enter room", "room", room, "error", err)
+		w.render(rw, w.pages.notice, http.StatusServiceUnavailable, pageData{Title: "Web Chat", Error: "The room cannot be entered right now."})
+		return
+	}
+	w.bindSession(rw, w.cookieID(r), room, channel)
+	http.Redirect(rw, r, w.base+"/rooms/"+room, http.StatusSeeOther)
+}
+
+// Defaults of the access-code attempt limiter.
+const (
+	// DefaultMaxCodeFailures is the number of wrong access codes a room
+	// accepts per window before it refuses attempts until the window ends.
+	DefaultMaxCodeFailures = 10
+	// DefaultCodeFailureWindow is the window of DefaultMaxCodeFailures.
+	DefaultCodeFailureWindow = time.Minute
+	// maxLimiterKeys bounds the rooms the limiter tracks.
+	maxLimiterKeys = 10000
+)
+
+// attemptLimiter counts failures per key in fixed windows. Bounded: beyond
+// maxLimiterKeys, expired entries are swept and then an arbitrary one is
+// dropped. Safe for concurrent use.
+type attemptLimiter struct {
+	max     int
+	window  time.Duration
+	maxKeys int
+
+	mu sync.Mutex
+	m  map[string]*attempts
+}
+
+type attempts struct {
+	start    time.Time
+	failures int
+}
+
+func newAttemptLimiter(max int, window time.Duration, maxKeys int) *attemptLimiter {
+	if max <= 0 {
+		max = DefaultMaxCodeFailures
+	}
+	if window <= 0 {
+		window = DefaultCodeFailureWindow
+	}
+	if maxKeys <= 0 {
+		maxKeys = maxLimiterKeys
+	}
+	return &attemptLimiter{max: max, window: window, maxKeys: maxKeys, m: make(map[string]*attempts)}
+}
+
+// allow reports whether another attempt for key is allowed at now.
+func (l *attemptLimiter) allow(key string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a, ok := l.m[key]
+	if !ok || now.Sub(a.start) >= l.window {
+		return true
+	}
+	return a.failures < l.max
+}
+
+// fail records a failed attempt for key at now.
+func (l *attemptLimiter) fail(key string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a, ok := l.m[key]
+	if ok && now.Sub(a.start) < l.window {
+		a.failures++
+		return
+	}
+	if !ok && len(l.m) >= l.maxKeys {
+		for k, v := range l.m {
+			if now.Sub(v.start) >= l.window {
+				delete(l.m, k)
+			}
+		}
+		for k := range l.m {
+			if len(l.m) < l.maxKeys {
+				break
+			}
+			delete(l.m, k)
+		}
+	}
+	l.m[key] = &attempts{start: now, failures: 1}
+}

@@ -1,0 +1,197 @@
+package webchat
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Defaults of the browser session store.
+const (
+	// DefaultMaxSessions bounds the browser sessions kept in memory; the
+	// least recently used one is dropped beyond it.
+	DefaultMaxSessions = 10000
+	// DefaultSessionTTL is how long an unused browser session lives.
+	DefaultSessionTTL = 7 * 24 * time.Hour
+	// maxRoomsPerSession bounds the rooms one browser session has entered.
+	maxRoomsPerSession = 32
+	// CookieName is the name of the web side's session cookie.
+	CookieName = "xconn_webchat"
+)
+
+// sessionKey is the key a session is stored under: the hex SHA-256 of the
+// cookie value, so that neither memory dumps nor persisted bindings hold a
+// usable cookie.
+func sessionKey(cookie string) string {
+	sum := sha256.Sum256([]byte(cookie))
+	return hex.EncodeToString(sum[:])
+}
+
+// browserSession is what a session cookie stands for: the channel the
+// browser signed in to by QR (home) and the rooms it has entered.
+type browserSession struct {
+	key      string            // sessionKey of the cookie
+	home     string            // channel id bound by QR sign-in, "" if none
+	rooms    map[string]string // room name -> channel id
+	lastSeen time.Time
+	elem     *list.Element
+}
+
+// sessionStore keeps browser sessions in memory, bounded in number and
+// lifetime, keyed by the hash of the cookie. Cookie values are random and
+// unguessable. QR sign-ins are also recorded (as hashes) in the channel's
+// encrypted binding and restored at start, so that a restart keeps those
+// browsers signed in; room entries live in memory only (the access code is
+// entered again after a restart). Safe for concurrent use.
+type sessionStore struct {
+	max int
+	ttl time.Duration
+
+	mu  sync.Mutex
+	m   map[string]*browserSession
+	lru *list.List // front = most recently used; values are *browserSession
+}
+
+func newSessionStore(max int, ttl time.Duration) *sessionStore {
+	if max <= 0 {
+		max = DefaultMaxSessions
+	}
+	if ttl <= 0 {
+		ttl = DefaultSessionTTL
+	}
+	return &sessionStore{max: max, ttl: ttl, m: make(map[string]*browserSession), lru: list.New()}
+}
+
+// sessionView is a copy of a session's bindings, safe to use unlocked.
+type sessionView struct {
+	key   string
+	home  string
+	rooms map[string]string
+}
+
+func (v sessionView) channelFor(room string) string {
+	if room == "" {
+		return v.home
+	}
+	return v.rooms[room]
+}
+
+// get returns the live session with cookie value id, refreshing its use
+// time.
+func (s *sessionStore) get(id string, now time.Time) (sessionView, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	bs, ok := s.m[sessionKey(id)]
+	if !ok {
+		return sessionView{}, false
+	}
+	if now.Sub(bs.lastSeen) > s.ttl {
+		s.removeLocked(bs)
+		return sessionView{}, false
+	}
+	bs.lastSeen = now
+	s.lru.MoveToFront(bs.elem)
+	return viewOf(bs), true
+}
+
+func viewOf(bs *browserSession) sessionView {
+	rooms := make(map[string]string, len(bs.rooms))
+	for k, v := range bs.rooms {
+		rooms[k] = v
+	}
+	return sessionView{key: bs.key, home: bs.home, rooms: rooms}
+}
+
+// bind attaches channel to the session of cookie value id (creating it when
+// unknown or expired) for room ("" = the QR-bound home channel).
+func (s *sessionStore) bind(id, room, channel string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	bs := s.obtainLocked(sessionKey(id), now)
+	if room == "" {
+		bs.home = channel
+		return
+	}
+	if _, ok := bs.rooms[room]; !ok && len(bs.rooms) >= maxRoomsPerSession {
+		for k := range bs.rooms { // drop an arbitrary room to stay bounded
+			delete(bs.rooms, k)
+			break
+		}
+	}
+	bs.rooms[room] = channel
+}
+
+// restore binds the session stored under key to home channel (a QR
+// sign-in recorded in a channel binding, at start).
+func (s *sessionStore) restore(key, channel string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.obtainLocked(key, now).home = channel
+}
+
+// obtainLocked returns the live session under key, creating it (and
+// evicting the least recently used one at the bound) when needed.
+func (s *sessionStore) obtainLocked(key string, now time.Time) *browserSession {
+	bs, ok := s.m[key]
+	if ok && now.Sub(bs.lastSeen) > s.ttl {
+		s.removeLocked(bs)
+		ok = false
+	}
+	if !ok {
+		for len(s.m) >= s.max {
+			s.removeLocked(s.lru.Back().Value.(*browserSession))
+		}
+		bs = &browserSession{key: key, rooms: make(map[string]string)}
+		bs.elem = s.lru.PushFront(bs)
+		s.m[key] = bs
+	}
+	bs.lastSeen = now
+	s.lru.MoveToFront(bs.elem)
+	return bs
+}
+
+// unbindChannel removes channel from every session (the channel was closed
+// or deleted).
+func (s *sessionStore) unbindChannel(channel string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, bs := range s.m {
+		if bs.home == channel {
+			bs.home = ""
+		}
+		for r, c := range bs.rooms {
+			if c == channel {
+				delete(bs.rooms, r)
+			}
+		}
+	}
+}
+
+func (s *sessionStore) removeLocked(bs *browserSession) {
+	s.lru.Remove(bs.elem)
+	delete(s.m, bs.key)
+}
+
+// len reports the number of sessions.
+func (s *sessionStore) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
+// sessionCookie builds the session cookie: HttpOnly, SameSite=Lax, Secure
+// when the public URL is https, scoped to the web side's path.
+func sessionCookie(id, path string, secure bool, ttl time.Duration) *http.Cookie {
+	return &http.Cookie{
+		Name:     CookieName,
+		Value:    id,
+		Path:     path,
+		MaxAge:   int(ttl / time.Second),
+		HttpOnly: true,
+		Secure:   secure,
+		SameSite: http.SameSiteLaxMode,
+	}
+}

@@ -1,0 +1,199 @@
+// xconn Web Chat: the browser side. Plain JavaScript, no build step.
+// It reads Server-Sent Events (status, message, delta, activity) and posts
+// messages (JSON, or multipart when a file is attached).
+(function () {
+  "use strict";
+
+  var base = document.body.dataset.base || "/webchat";
+  var room = document.body.dataset.room || "";
+  var query = room ? "?room=" + encodeURIComponent(room) : "";
+
+  var list = document.getElementById("messages");
+  var statusEl = document.getElementById("status");
+  var activityEl = document.getElementById("activity");
+  var form = document.getElementById("composer");
+  var textEl = document.getElementById("text");
+  var fileEl = document.getElementById("file");
+  var sendEl = document.getElementById("send");
+  var attachedEl = document.getElementById("attached");
+  var errorEl = document.getElementById("error");
+
+  var ACTIVITY_TIMEOUT_MS = 60000; // temporary activity has a local timeout
+  var activityTimer = null;
+  var lastSeq = {}; // message_id -> last delta sequence shown
+  var previews = {}; // message_id -> local object URL of an image this browser sent
+  var finals = {}; // message_id -> last complete message shown
+
+  function bubble(id, from) {
+    var li = id ? list.querySelector('li[data-id="' + CSS.escape(id) + '"]') : null;
+    if (!li) {
+      li = document.createElement("li");
+      li.className = "msg " + (from === "user" ? "user" : "assistant");
+      if (id) li.dataset.id = id;
+      var body = document.createElement("div");
+      body.className = "body";
+      li.appendChild(body);
+      list.appendChild(li);
+    }
+    return li;
+  }
+
+  function scrollDown() {
+    window.scrollTo(0, document.body.scrollHeight);
+  }
+
+  function renderFiles(li, files, id) {
+    var old = li.querySelector(".files");
+    if (old) old.remove();
+    if (!files || !files.length) return;
+    var box = document.createElement("div");
+    box.className = "files";
+    files.forEach(function (f) {
+      if (!f.url) { // a file a user sent: shown by name, or by the local preview
+        if (f.type === "image" && previews[id]) {
+          var pimg = document.createElement("img");
+          pimg.src = previews[id];
+          pimg.alt = f.filename || "image";
+          pimg.className = "inline-image";
+          box.appendChild(pimg);
+        } else {
+          var chip = document.createElement("span");
+          chip.className = "file-link";
+          chip.textContent = "Attached: " + (f.filename || "file");
+          box.appendChild(chip);
+        }
+        return;
+      }
+      var url = f.url + (f.url.indexOf("?") < 0 ? query : "");
+      var a = document.createElement("a");
+      a.href = url;
+      a.target = "_blank";
+      a.rel = "noopener";
+      if (f.type === "image") {
+        var img = document.createElement("img");
+        img.src = url;
+        img.alt = f.filename || "image";
+        img.className = "inline-image";
+        a.appendChild(img);
+      } else {
+        a.textContent = "Download " + (f.filename || "file");
+        a.className = "file-link";
+      }
+      box.appendChild(a);
+    });
+    li.appendChild(box);
+  }
+
+  function onMessage(m) {
+    var li = bubble(m.message_id, m.from);
+    li.classList.remove("streaming");
+    li.classList.add("final");
+    li.querySelector(".body").textContent = m.text || "";
+    renderFiles(li, m.files, m.message_id);
+    finals[m.message_id] = m;
+    delete lastSeq[m.message_id];
+    if (m.from === "assistant") setActivity(null);
+    scrollDown();
+  }
+
+  function onDelta(d) {
+    var li = bubble(d.message_id, "assistant");
+    if (li.classList.contains("final")) return; // the final already replaced the deltas
+    var seen = lastSeq[d.message_id] || 0;
+    if (d.sequence <= seen) return; // a retransmission: never append twice
+    lastSeq[d.message_id] = d.sequence;
+    li.classList.add("streaming");
+    li.querySelector(".body").textContent += d.text;
+    setActivity(null); // visible text clears the temporary activity
+    scrollDown();
+  }
+
+  function setActivity(a) {
+    if (activityTimer) { clearTimeout(activityTimer); activityTimer = null; }
+    if (!a || a.status === "idle") { activityEl.hidden = true; activityEl.textContent = ""; return; }
+    activityEl.textContent = a.status === "tool" ? "using " + a.tool_name + "…" : "thinking…";
+    activityEl.hidden = false;
+    activityTimer = setTimeout(function () { setActivity(null); }, ACTIVITY_TIMEOUT_MS);
+  }
+
+  function setStatus(s) {
+    statusEl.dataset.state = s.state;
+    statusEl.textContent = s.state === "connected" ? "connected" : (s.detail || s.state);
+  }
+
+  function showError(text) {
+    errorEl.textContent = text;
+    errorEl.hidden = !text;
+  }
+
+  function parse(ev) {
+    try { return JSON.parse(ev.data); } catch (e) { return null; }
+  }
+
+  var es = new EventSource(base + "/api/events" + query);
+  es.addEventListener("status", function (ev) { var s = parse(ev); if (s) setStatus(s); });
+  es.addEventListener("message", function (ev) { var m = parse(ev); if (m) onMessage(m); });
+  es.addEventListener("delta", function (ev) { var d = parse(ev); if (d) onDelta(d); });
+  es.addEventListener("activity", function (ev) { var a = parse(ev); if (a) setActivity(a); });
+  es.onerror = function () {
+    if (es.readyState === EventSource.CLOSED) { // the server refused the stream: signed out
+      setStatus({ state: "signed_out", detail: "signed out" });
+      showError("This chat is signed out. Sign in again with a new QR code.");
+      return;
+    }
+    setStatus({ state: "reconnecting", detail: "reconnecting…" });
+  };
+  es.onopen = function () { showError(""); };
+
+  fileEl.addEventListener("change", function () {
+    var f = fileEl.files[0];
+    attachedEl.textContent = f ? "Attached: " + f.name : "";
+    attachedEl.hidden = !f;
+  });
+
+  form.addEventListener("submit", function (e) {
+    e.preventDefault();
+    var text = textEl.value.trim();
+    var file = fileEl.files[0];
+    if (!text && !file) return;
+    var init = { method: "POST", credentials: "same-origin" };
+    if (file) {
+      var fd = new FormData();
+      fd.append("text", text);
+      fd.append("file", file, file.name);
+      init.body = fd;
+    } else {
+      init.headers = { "Content-Type": "application/json" };
+      init.body = JSON.stringify({ text: text });
+    }
+    sendEl.disabled = true;
+    showError("");
+    fetch(base + "/api/messages" + query, init).then(function (res) {
+      return res.json().catch(function () { return {}; }).then(function (body) {
+        if (res.status === 202) {
+          if (file && file.type.indexOf("image/") === 0 && body.message_id) {
+            previews[body.message_id] = URL.createObjectURL(file);
+            var m = finals[body.message_id];
+            if (m) renderFiles(bubble(m.message_id, m.from), m.files, m.message_id);
+          }
+          textEl.value = "";
+          fileEl.value = "";
+          attachedEl.hidden = true;
+          return;
+        }
+        if (res.status === 401 || res.status === 410) {
+          showError("This chat is signed out. Sign in again with a new QR code.");
+          return;
+        }
+        showError(body.error || ("Sending failed (" + res.status + ")."));
+      });
+    }).catch(function () {
+      showError("Sending failed: no connection.");
+    }).finally(function () {
+      sendEl.disabled = false;
+      textEl.focus();
+    });
+  });
+
+  textEl.focus();
+})();
