@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// syncBuffer is an io.Writer safe for the demo's goroutines and the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor polls the output until re matches, and returns the first group.
+func waitFor(t *testing.T, out *syncBuffer, re *regexp.Regexp, d time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			if len(m) > 1 {
+				return m[1]
+			}
+			return m[0]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no %q in the demo output within %v:\n%s", re, d, out.String())
+	return ""
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// startDemo runs "xconn demo" in-process until the returned stop is called;
+// stop returns the exit code.
+func startDemo(t *testing.T, addr, dir string) (*syncBuffer, func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"demo", "--listen", addr, "--data", dir, "--pace", "0"}, strings.NewReader(""), out, errOut)
+	}()
+	return out, func() int {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Logf("stderr:\n%s", errOut.String())
+			}
+			return code
+		case <-time.After(30 * time.Second):
+			t.Fatalf("demo did not stop after cancel:\n%s", out.String())
+			return -1
+		}
+	}
+}
+
+// TestDemo runs the demo as a newcomer would: the login URL appears, a
+// browser (here an HTTP client with cookies) confirms it, a message gets the
+// echo, Ctrl-C stops it cleanly, and a restart resumes the same channel.
+func TestDemo(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	out, stop := startDemo(t, addr, dir)
+
+	loginURL := waitFor(t, out, regexp.MustCompile(`(?m)^Login URL: (\S+)$`), 60*time.Second)
+	if !strings.HasPrefix(loginURL, "http://"+addr+"/webchat/login/") {
+		t.Fatalf("login URL %q", loginURL)
+	}
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(loginURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET login URL: %s", resp.Status)
+	}
+	req, _ := http.NewRequest(http.MethodPost, loginURL, nil)
+	req.Header.Set("Origin", "http://"+addr)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST login URL (Confirm): %s", resp.Status)
+	}
+	channel := waitFor(t, out, regexp.MustCompile(`Signed in: channel (\S+)\.`), 30*time.Second)
+
+	req, _ = http.NewRequest(http.MethodPost, "http://"+addr+"/webchat/api/messages", strings.NewReader(`{"text":"hello demo"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "http://"+addr)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST message: %s", resp.Status)
+	}
+	// The inbound message is acknowledged, the echo streams and its final is acknowledged.
+	waitFor(t, out, regexp.MustCompile(`connector → host\s+chat\.message `), 30*time.Second)
+	waitFor(t, out, regexp.MustCompile(`host → connector\s+chat\.message\.delta`), 30*time.Second)
+	waitFor(t, out, regexp.MustCompile(`(?s)host → connector\s+chat\.message .*connector → host\s+chat\.message\.ack`), 30*time.Second)
+	if code := stop(); code != 0 {
+		t.Fatalf("demo exit code %d after Ctrl-C:\n%s", code, out.String())
+	}
+
+	out2, stop2 := startDemo(t, addr, dir)
+	resumed := waitFor(t, out2, regexp.MustCompile(`Resuming channel (\S+)`), 60*time.Second)
+	if resumed != channel {
+		t.Fatalf("restart resumed channel %s, want %s", resumed, channel)
+	}
+	waitFor(t, out2, regexp.MustCompile(`(?m)^Login URL: `), 30*time.Second)
+	if code := stop2(); code != 0 {
+		t.Fatalf("second demo exit code %d", code)
+	}
+}
