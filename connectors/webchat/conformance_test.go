@@ -1,0 +1,76 @@
+package webchat_test
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/xconn/xconn/conformance"
+	"github.com/xconn/xconn/connectors/webchat"
+	"github.com/xconn/xconn/store"
+)
+
+// TestConformance keeps the shipped web chat connector passing every
+// applicable MUST of the conformance suite, signed in by each of its flows:
+// the room form flow, and the QR flow confirmed by opening its URL.
+func TestConformance(t *testing.T) {
+	const apiKey = "conformance-api-key-0123456789"
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := store.Open(ctx, "sqlite:"+filepath.Join(dir, "w.db"), store.Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Start()
+	defer srv.Close()
+	conn, err := webchat.New(webchat.Options{Store: db, Delivery: db, APIKey: apiKey, PublicURL: srv.URL,
+		DataDir: filepath.Join(dir, "files"), LoginPollInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	srv.Config.Handler = conn
+
+	for _, tc := range []struct {
+		name string
+		opts conformance.Options
+	}{
+		{"room form", conformance.Options{APIKey: apiKey, AuthFlow: webchat.FlowRoom,
+			AuthInput: map[string]string{"room": "lobby", "access_code": "s3cret-1234"}}},
+		{"qr by url", conformance.Options{APIKey: apiKey, AuthFlow: webchat.FlowQR, AuthOpenURL: true, QRWait: 10 * time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var progress bytes.Buffer
+			tc.opts.Out = &progress
+			tc.opts.Timeout = 5 * time.Second
+			rep, err := conformance.Check(ctx, srv.URL, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			passed, failed, skipped := rep.Counts()
+			t.Logf("%s", rep.Summary())
+			if !rep.OK() || failed != 0 {
+				var text bytes.Buffer
+				_ = rep.WriteText(&text)
+				t.Fatalf("web chat fails MUSTs %v:\n%s", rep.Failed(), text.String())
+			}
+			// Signed in, the suite reaches the tool, chat and transfer checks.
+			for _, id := range []string{"card.schema", "ws.first-packet-hello", "imv2.ack-duplicate", "tool.invoke", "imv2.ack-accepted"} {
+				if r, ok := rep.Result(id); ok && r.Status != "pass" {
+					t.Errorf("%s: %s (%s)", id, r.Status, r.Reason)
+				}
+			}
+			if passed < 80 || skipped > 15 {
+				t.Fatalf("%d passed, %d skipped: the signed-in checks did not run", passed, skipped)
+			}
+		})
+	}
+}
