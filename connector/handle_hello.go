@@ -1,0 +1,187 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/xconn/xconn/internal/signurl"
+	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/store"
+)
+
+// lease is the runtime state of one connector_id (section 8.2).
+type lease struct {
+	pmu        sync.Mutex // serialises persistLease
+	sockets    int        // hello-completed sockets
+	until      time.Time  // grace deadline while sockets == 0
+	negotiated *protocol.Negotiated
+}
+
+func (sess *session) handleHello(env *protocol.Envelope) {
+	s := sess.srv
+	var p protocol.HelloPayload
+	if err := env.DecodePayload(&p); err != nil {
+		sess.reject(env, protocol.Errorf(protocol.CodeInvalidPacket, "connector.hello payload: malformed"))
+		return
+	}
+	if sess.helloDone.Load() {
+		cur := sess.connector()
+		if p.ConnectorID != "" && p.ConnectorID != cur {
+			sess.sendError(env, protocol.Errorf(protocol.CodeConnectorIDMismatch, "this connection completed hello as another connector_id"))
+			return
+		}
+		sess.reply(env, protocol.TypeHelloAck, protocol.HelloAckPayload{
+			ConnectorCardID: s.card.ConnectorCardID, ConnectorID: cur, ProtocolVersion: s.card.ProtocolVersion,
+		})
+		return
+	}
+	switch {
+	case p.ConnectorCardID != s.card.ConnectorCardID:
+		sess.reject(env, protocol.Errorf(protocol.CodeConnectorCardIDMismatch,
+			"connector_card_id %q does not match this Connector", p.ConnectorCardID))
+		return
+	case protocol.AdmitVersionString(p.ProtocolVersion) != nil:
+		sess.reject(env, protocol.AsError(protocol.AdmitVersionString(p.ProtocolVersion)))
+		return
+	case len(p.SupportedProfiles) == 0:
+		sess.reject(env, protocol.Errorf(protocol.CodeInvalidPacket, "supported_profiles is required"))
+		return
+	}
+	neg := protocol.Negotiate(s.card, p.SupportedProfiles)
+	if neg.Empty() {
+		sess.reject(env, protocol.Errorf(protocol.CodeInvalidPacket,
+			"no profile in supported_profiles is declared by this Connector"))
+		return
+	}
+	id, err := s.admitInstance(sess.ctx, p.ConnectorID, neg)
+	if err != nil {
+		s.log.Error("connector: admit instance", "err", err)
+		sess.reject(env, protocol.Errorf(protocol.CodeInternal, "cannot register the connector_id"))
+		return
+	}
+	sess.mu.Lock()
+	sess.connectorID, sess.neg = id, neg
+	sess.mu.Unlock()
+	sess.helloDone.Store(true)
+	sess.reply(env, protocol.TypeHelloAck, protocol.HelloAckPayload{
+		ConnectorCardID: s.card.ConnectorCardID, ConnectorID: id, ProtocolVersion: s.card.ProtocolVersion,
+	})
+	s.log.Info("connector: hello", "connector_id", id, "profiles", neg.Profiles())
+}
+
+// admitInstance restores a known connector_id or issues a new one, takes a
+// socket reference on its lease and persists it.
+func (s *Server) admitInstance(ctx context.Context, want string, neg *protocol.Negotiated) (string, error) {
+	s.mu.Lock()
+	id := want
+	l, known := s.leases[id]
+	if id == "" || !known {
+		id = signurl.RandomID("conn_")
+		l = &lease{}
+		s.leases[id] = l
+	}
+	l.sockets++
+	l.until = time.Time{}
+	l.negotiated = neg
+	s.mu.Unlock()
+	s.wakeJanitor()
+	if err := s.persistLease(ctx, id); err != nil {
+		if id != want || !known {
+			s.mu.Lock()
+			delete(s.leases, id) // a new id that was never stored leaves nothing behind
+			s.mu.Unlock()
+		} else {
+			s.releaseInstance(id)
+		}
+		return "", err
+	}
+	return id, nil
+}
+
+// persistLease writes the current in-memory lease state of id to the
+// store. Writes of one lease are serialised and each writes the state as it
+// is when it runs, so the store ends with the latest state whatever the
+// order of the socket events.
+func (s *Server) persistLease(ctx context.Context, id string) error {
+	s.mu.Lock()
+	l, ok := s.leases[id]
+	s.mu.Unlock()
+	if !ok {
+		return nil // expired meanwhile; unregister owns the record
+	}
+	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	in, err := s.opts.Store.GetInstance(ctx, s.card.ConnectorCardID, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		in = store.Instance{CardID: s.card.ConnectorCardID, ConnectorID: id, CreatedAt: s.now()}
+	case err != nil:
+		return fmt.Errorf("load instance: %w", err)
+	}
+	s.mu.Lock()
+	if s.leases[id] != l {
+		s.mu.Unlock()
+		return nil
+	}
+	in.GraceUntil = time.Time{}
+	if l.sockets == 0 {
+		in.GraceUntil = l.until
+	}
+	s.mu.Unlock()
+	if err := s.opts.Store.PutInstance(ctx, in); err != nil {
+		return fmt.Errorf("persist instance: %w", err)
+	}
+	return nil
+}
+
+// releaseInstance drops a socket reference; the last one starts the grace
+// period, persisted so that a restart keeps the deadline.
+func (s *Server) releaseInstance(id string) {
+	s.mu.Lock()
+	l, ok := s.leases[id]
+	if !ok {
+		s.mu.Unlock()
+		return
+	}
+	l.sockets--
+	if l.sockets > 0 {
+		s.mu.Unlock()
+		return
+	}
+	l.sockets = 0
+	l.until = s.now().Add(s.opts.LeaseGrace)
+	s.mu.Unlock()
+	s.wakeJanitor()
+
+	ctx, cancel := s.bgContext()
+	defer cancel()
+	if err := s.persistLease(ctx, id); err != nil {
+		s.log.Warn("connector: persist lease grace", "connector_id", id, "err", err)
+	}
+}
+
+// detach unregisters a closed socket: its channels are no longer open and
+// its connector_id loses a socket reference.
+func (s *Server) detach(sess *session) {
+	s.mu.Lock()
+	delete(s.sockets, sess)
+	for _, cs := range s.channels {
+		if cs.open == sess {
+			cs.open = nil
+			s.metrics.openChannels.Dec()
+		}
+	}
+	s.mu.Unlock()
+	if sess.helloDone.Load() {
+		s.releaseInstance(sess.connector())
+	}
+}
+
+// bgContext is a bounded context that survives the server's cancellation,
+// for bookkeeping writes during shutdown.
+func (s *Server) bgContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(s.ctx), 5*time.Second)
+}

@@ -1,0 +1,211 @@
+package connector
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/store"
+)
+
+func (sess *session) handleToolInvoke(env *protocol.Envelope) {
+	s := sess.srv
+	start := time.Now()
+	var p protocol.ToolInvokePayload
+	if err := env.DecodePayload(&p); err != nil {
+		sess.replyError(env, protocol.TypeToolInvokeAck, protocol.AsError(err))
+		return
+	}
+	result, perr := sess.invoke(env, &p)
+	code := "ok"
+	if perr != nil {
+		code = metricCode(perr.Code)
+		sess.replyError(env, protocol.TypeToolInvokeAck, perr)
+	} else {
+		sess.reply(env, protocol.TypeToolInvokeAck, protocol.ToolInvokeAckPayload{ToolID: p.ToolID, Result: result})
+	}
+	s.metrics.toolCalls.WithLabelValues(metricTool(s, p.ToolID), code).Inc()
+	s.metrics.toolLatency.WithLabelValues(metricTool(s, p.ToolID)).Observe(time.Since(start).Seconds())
+}
+
+// invoke checks and runs one tool call. The returned error is secret-free.
+func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayload) (json.RawMessage, *protocol.Error) {
+	s := sess.srv
+	id := env.ConnectorChannelID
+	cardTool, inCard := s.card.Tool(p.ToolID)
+	s.mu.Lock()
+	entry := s.tools[p.ToolID]
+	validator := s.validators[p.ToolID]
+	s.mu.Unlock()
+	if !inCard || entry == nil {
+		return nil, protocol.Errorf(protocol.CodeUnknownTool, "tool %q is not declared by this Connector", p.ToolID)
+	}
+	snap, err := s.channelState(id)
+	if err != nil {
+		return nil, protocol.AsError(err)
+	}
+	if !entry.opts.Public && !isAuthenticated(snap.rec.Status) {
+		return nil, protocol.Errorf(protocol.CodeConnectionNotAuthenticated, "channel %s is not signed in", id)
+	}
+	neg := sess.negotiated()
+	st := s.toolState(*cardTool, snap, snap.rec.Status, protocol.NegotiateProfiles(s.card.Supports.Profiles, neg.Profiles()))
+	if st.Status != protocol.ToolAvailable || st.TargetPermissionState == protocol.PermissionDenied ||
+		st.TargetPermissionState == protocol.PermissionRequiresReauth {
+		return nil, protocol.Errorf(protocol.CodeConnectorChannelUnavailable, "tool %s is %s on this channel", p.ToolID, st.Status)
+	}
+	args := p.Arguments
+	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	if vs := validator.Validate(args); len(vs) > 0 {
+		return nil, protocol.Errorf(protocol.CodeInvalidArguments, "%s", vs.Error())
+	}
+	stripped, canon, err := stripChannelArg(args)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalidArguments, "arguments must be a JSON object")
+	}
+	call := &Call{Channel: &Channel{srv: s, id: id}, ToolID: p.ToolID}
+	if p.Context != nil {
+		call.ToolCallID, call.SessionID = p.Context.ToolCallID, p.Context.SessionID
+	}
+	call.progress = func(ctx context.Context, pp protocol.ToolProgressPayload) error {
+		// No request_id: a host matches answers by request_id, and a
+		// progress event is not the answer (section 8.20).
+		out := sess.newPacket(protocol.TypeToolProgressPush, id)
+		pp.Message = s.secrets.Scrub(pp.Message)
+		if err := out.SetPayload(pp); err != nil {
+			return err
+		}
+		return sess.send(ctx, out)
+	}
+
+	idem := entry.opts.SideEffect && call.ToolCallID != ""
+	hash := ""
+	if idem {
+		sum := sha256.Sum256(canon)
+		hash = hex.EncodeToString(sum[:])
+		rec, err := s.opts.Store.GetToolCall(sess.ctx, s.card.ConnectorCardID, id, call.ToolCallID)
+		switch {
+		case err == nil:
+			if rec.ToolID != p.ToolID || rec.ArgsHash != hash {
+				return nil, protocol.Errorf(protocol.CodeToolCallConflict, "tool_call_id %s was used with other arguments", call.ToolCallID)
+			}
+			s.metrics.toolReplays.Inc()
+			if rec.ErrCode != "" {
+				return nil, &protocol.Error{Code: protocol.Code(rec.ErrCode), Message: rec.ErrMessage}
+			}
+			return rec.Result, nil
+		case !errors.Is(err, store.ErrNotFound):
+			s.log.Error("connector: load tool call record", "err", err)
+			return nil, protocol.Errorf(protocol.CodeInternal, "cannot check the tool call record")
+		}
+	}
+
+	timeout := entry.opts.Timeout
+	if timeout <= 0 {
+		timeout = s.opts.ToolTimeout
+	}
+	result, herr := sess.runTool(entry, call, stripped, timeout)
+	perr := s.toolError(p.ToolID, herr)
+	if perr == nil {
+		result = json.RawMessage(s.secrets.Scrub(string(result)))
+		if !json.Valid(result) {
+			perr = protocol.Errorf(protocol.CodeToolInvokeFailed, "tool result is not valid JSON")
+		}
+	}
+	if idem && (perr == nil || (!perr.Retryable && perr.Code != protocol.CodeToolTimeout && perr.Code != protocol.CodeInternal)) {
+		rec := store.ToolCall{CardID: s.card.ConnectorCardID, ChannelID: id, ToolCallID: call.ToolCallID,
+			ToolID: p.ToolID, ArgsHash: hash, Result: result, CreatedAt: s.now()}
+		if perr != nil {
+			rec.Result, rec.ErrCode, rec.ErrMessage = nil, string(perr.Code), perr.Message
+		}
+		if err := s.opts.Store.PutToolCall(sess.ctx, rec); err != nil && !errors.Is(err, store.ErrConflict) {
+			s.log.Warn("connector: store tool call record", "err", err)
+		}
+	}
+	return result, perr
+}
+
+// runTool runs the handler on its own goroutine so that the call can be
+// answered at its timeout; the goroutine belongs to the session, which
+// waits for it before it is gone.
+func (sess *session) runTool(entry *toolEntry, call *Call, args json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(sess.ctx, timeout)
+	defer cancel()
+	type outcome struct {
+		res json.RawMessage
+		err error
+	}
+	done := make(chan outcome, 1)
+	sess.wg.Add(1)
+	go func() {
+		defer sess.wg.Done()
+		var o outcome
+		o.err = safeCall(func() error {
+			var err error
+			o.res, err = entry.fn(ctx, call, args)
+			return err
+		})
+		done <- o
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-ctx.Done():
+		return nil, protocol.Errorf(protocol.CodeToolTimeout, "tool did not finish within %s", timeout)
+	}
+}
+
+// toolError turns a handler error into a secret-free wire error: a
+// *protocol.Error keeps its code and (scrubbed) message; anything else is
+// tool_invoke_failed with a generic message, logged scrubbed.
+func (s *Server) toolError(toolID string, err error) *protocol.Error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return protocol.Errorf(protocol.CodeToolTimeout, "tool did not finish in time")
+	}
+	if pe := protocol.AsError(err); pe != nil {
+		return &protocol.Error{Code: pe.Code, Message: s.secrets.Scrub(pe.Message), Retryable: pe.Retryable}
+	}
+	s.log.Warn("connector: tool failed", "tool", toolID, "err", err.Error())
+	return protocol.Errorf(protocol.CodeToolInvokeFailed, "tool %s failed", toolID)
+}
+
+// stripChannelArg removes the redundant connector_channel_id argument and
+// returns the handler's arguments and their canonical encoding (sorted keys
+// at every level) for the idempotency hash.
+func stripChannelArg(args json.RawMessage) (json.RawMessage, []byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(args, &m); err != nil || m == nil {
+		return nil, nil, errors.New("arguments are not an object")
+	}
+	delete(m, protocol.ChannelIDArgument)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	var anyv any
+	if err := json.Unmarshal(out, &anyv); err != nil {
+		return nil, nil, err
+	}
+	canon, err := json.Marshal(anyv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, canon, nil
+}
+
+// metricTool bounds the tool label to declared tools.
+func metricTool(s *Server, id string) string {
+	if _, ok := s.card.Tool(id); ok {
+		return id
+	}
+	return "unknown"
+}

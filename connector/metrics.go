@@ -1,0 +1,101 @@
+package connector
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xconn/xconn/protocol"
+)
+
+// metrics are the server's Prometheus collectors, on its own registry.
+type metrics struct {
+	reg                                                       *prometheus.Registry
+	sockets, openChannels                                     prometheus.Gauge
+	packetsIn, packetsOut, errors, chatAcks, chatAcksIn       *prometheus.CounterVec
+	toolCalls                                                 *prometheus.CounterVec
+	toolLatency                                               *prometheus.HistogramVec
+	dropped, channelsCreated, descriptorPushes                prometheus.Counter
+	signins, signinFailures, toolReplays, published           prometheus.Counter
+	uploads, uploadsRejected, downloads, filesExpired, leases prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	reg := prometheus.NewRegistry()
+	f := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "xconn", Subsystem: "connector", Name: name, Help: help})
+		reg.MustRegister(c)
+		return c
+	}
+	v := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "xconn", Subsystem: "connector", Name: name, Help: help}, labels)
+		reg.MustRegister(c)
+		return c
+	}
+	g := func(name, help string) prometheus.Gauge {
+		c := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "xconn", Subsystem: "connector", Name: name, Help: help})
+		reg.MustRegister(c)
+		return c
+	}
+	m := &metrics{
+		reg:              reg,
+		sockets:          g("sockets", "Open data-plane WebSocket connections."),
+		openChannels:     g("open_channels", "Channels open on a data-plane connection."),
+		packetsIn:        v("packets_received_total", "Packets received, by type.", "type"),
+		packetsOut:       v("packets_sent_total", "Packets sent, by type.", "type"),
+		errors:           v("errors_sent_total", "Error packets and ack errors sent, by code.", "code"),
+		chatAcks:         v("chat_acks_sent_total", "chat.message.ack sent for assistant messages, by status.", "status"),
+		chatAcksIn:       v("chat_acks_received_total", "chat.message.ack received for published messages, by status.", "status"),
+		toolCalls:        v("tool_calls_total", "Tool invocations, by tool and result code.", "tool", "code"),
+		dropped:          f("packets_dropped_total", "Packets of a Profile not negotiated, dropped silently."),
+		channelsCreated:  f("channels_created_total", "Channels created by channel.open."),
+		descriptorPushes: f("descriptor_pushes_total", "connection.descriptor.push packets sent."),
+		signins:          f("signins_total", "Completed sign-ins."),
+		signinFailures:   f("signin_failures_total", "Failed or expired sign-ins."),
+		toolReplays:      f("tool_call_replays_total", "Side-effecting tool calls answered from the idempotency record."),
+		published:        f("messages_published_total", "Inbound messages put into the outbox."),
+		uploads:          f("uploads_total", "Files uploaded to /files/uploads."),
+		uploadsRejected:  f("uploads_rejected_total", "Uploads refused for size."),
+		downloads:        f("downloads_total", "Files served from /files/refs."),
+		filesExpired:     f("files_expired_total", "Files deleted by the sweeper."),
+		leases:           f("lease_expirations_total", "connector_id leases that expired and were cleaned up."),
+	}
+	m.toolLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "xconn", Subsystem: "connector", Name: "tool_call_seconds", Help: "Tool call latency.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"tool"})
+	reg.MustRegister(m.toolLatency)
+	return m
+}
+
+// metricCode bounds the code label to the codes xconn defines.
+func metricCode(c protocol.Code) string {
+	switch c {
+	case protocol.CodeInvalidPacket, protocol.CodeHelloRequired, protocol.CodeConnectorCardIDMismatch,
+		protocol.CodeConnectorIDMismatch, protocol.CodeChannelNotOpen, protocol.CodeConnectorChannelIDRequired,
+		protocol.CodeConnectorChannelNotOwned, protocol.CodeConnectorChannelConnectorMismatch,
+		protocol.CodeConnectorChannelUnavailable, protocol.CodeConnectionNotFound, protocol.CodeConnectionNotAuthenticated,
+		protocol.CodeAuthSessionNotFound, protocol.CodeToolInvokeFailed, protocol.CodeUnsupportedPacket,
+		protocol.CodeUnsupportedProtocolVersion, protocol.CodeTargetDeliveryFailed, protocol.CodeChannelBusy,
+		protocol.CodeMessageConflict, protocol.CodeDeltaSequenceInvalid, protocol.CodeUnknownTool,
+		protocol.CodeInvalidArguments, protocol.CodeToolCallConflict, protocol.CodeToolTimeout,
+		protocol.CodeAuthFlowNotFound, protocol.CodeInvalidAuthInput, protocol.CodeInternal:
+		return string(c)
+	}
+	return "other"
+}
+
+// metricType bounds the type label to known packet types.
+func metricType(t string) string {
+	if _, ok := protocol.LookupPacket(t); ok {
+		return t
+	}
+	return "unknown"
+}
+
+// metricStatus bounds the ack status label.
+func metricStatus(s protocol.AckStatus) string {
+	switch s {
+	case protocol.AckAccepted, protocol.AckDuplicate, protocol.AckRejected:
+		return s
+	}
+	return "other"
+}

@@ -1,0 +1,164 @@
+package connector
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/xconn/xconn/delivery"
+	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/store"
+)
+
+// Defaults of [Options].
+const (
+	DefaultLeaseGrace        = time.Hour
+	DefaultMaxFrameBytes     = 1 << 20
+	DefaultSendQueue         = 256
+	DefaultWorkers           = 16
+	DefaultChannelQueue      = 64
+	DefaultMaxChannelQueues  = 1024
+	DefaultMaxSockets        = 16
+	DefaultToolTimeout       = 60 * time.Second
+	DefaultAuthSessionTTL    = 10 * time.Minute
+	DefaultMaxAuthSessions   = 1000
+	DefaultQRTTL             = 2 * time.Minute
+	DefaultPollInterval      = 2 * time.Second
+	DefaultMaxUploadBytes    = 32 << 20
+	DefaultFileTTL           = time.Hour
+	DefaultSweepInterval     = time.Minute
+	DefaultAckTimeout        = 30 * time.Second
+	DefaultOutboxTTL         = time.Hour
+	DefaultOutboxCapacity    = 1000
+	DefaultToolCallRetention = 24 * time.Hour
+	DefaultMaxToolCalls      = 10000
+	DefaultCloseTimeout      = 10 * time.Second
+)
+
+// Options configures a [Server]. Card and Store are required; every zero
+// field takes its documented default. New copies what it needs: changing
+// Options afterwards has no effect.
+type Options struct {
+	// Card is the connector's static Card, without the connector_channel_id
+	// injection (tools registered with AddTool get it at Start). Required.
+	// security.api_key_required is set from APIKey.
+	Card *protocol.Card
+	// Skill is the primary Skill (Markdown); nil serves 204 on /skill.md.
+	Skill []byte
+	// Store holds instances, channels, sign-in sessions, tool-call records
+	// and files. Required.
+	Store store.ConnectorStore
+	// Delivery stores the outbox and inbox of IM chat; nil uses Store when
+	// it implements delivery.Storage, else a bounded in-memory storage.
+	Delivery delivery.Storage
+	// APIKey is the system API key checked (in constant time) on /health,
+	// /ws, /files/uploads and /metrics; "" disables the check.
+	APIKey string
+	// PathPrefix mounts every endpoint under a prefix such as "/webchat".
+	// "" serves at the root (and works behind http.StripPrefix).
+	PathPrefix string
+	// PublicURL, when set (e.g. "https://conn.example.com/webchat"), makes
+	// inbound download_urls absolute; otherwise they are relative
+	// ("<PathPrefix>/files/refs/<file_ref>?sig=...").
+	PublicURL string
+	// DataDir holds the transfer-plane file cache. Required when files are
+	// used; "" uses a directory under os.TempDir created at Start.
+	DataDir string
+	// SigningKey (>= 32 bytes) signs download URLs and QR tokens; nil makes
+	// a random key per process (URLs then die with the process).
+	SigningKey []byte
+	// Logger receives the SDK's logs through a redacting handler; nil
+	// discards them.
+	Logger *slog.Logger
+
+	// LeaseGrace is how long a connector_id survives without a
+	// hello-completed socket (default 1 h).
+	LeaseGrace time.Duration
+	// MaxFrameBytes bounds one inbound frame (default 1 MiB).
+	MaxFrameBytes int64
+	// SendQueue bounds the outbound frames queued per socket (default 256).
+	SendQueue int
+	// Workers bounds the channels processed in parallel per socket
+	// (default 16).
+	Workers int
+	// ChannelQueue bounds the packets queued per channel (default 64);
+	// beyond it a request is answered with channel_busy.
+	ChannelQueue int
+	// MaxChannelQueues bounds the channels with queued work per socket
+	// (default 1024).
+	MaxChannelQueues int
+	// MaxSockets bounds concurrent data-plane sockets (default 16).
+	MaxSockets int
+	// ToolTimeout is the default per-call tool timeout (default 60 s).
+	ToolTimeout time.Duration
+	// AuthSessionTTL bounds a sign-in session (default 10 min).
+	AuthSessionTTL time.Duration
+	// MaxAuthSessions bounds live sign-in sessions (default 1000).
+	MaxAuthSessions int
+	// MaxUploadBytes bounds one uploaded file (default 32 MiB).
+	MaxUploadBytes int64
+	// FileTTL is the lifetime of a transfer-plane file (default 1 h).
+	FileTTL time.Duration
+	// SweepInterval is the period of the janitor that removes expired files,
+	// sign-in sessions and tool-call records (default 1 min).
+	SweepInterval time.Duration
+	// AckTimeout bounds the wait for a chat.message.ack (default 30 s).
+	AckTimeout time.Duration
+	// OutboxTTL is the lifetime of a published message (default 1 h).
+	OutboxTTL time.Duration
+	// OutboxCapacity bounds pending published messages per channel
+	// (default 1000; the oldest are evicted and recorded).
+	OutboxCapacity int
+	// ToolCallRetention and MaxToolCalls bound the idempotency records of
+	// side-effecting tools (defaults 24 h and 10,000).
+	ToolCallRetention time.Duration
+	MaxToolCalls      int
+	// CloseTimeout bounds the graceful part of Close (default 10 s).
+	CloseTimeout time.Duration
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Card == nil {
+		return o, errors.New("connector: Options.Card is required")
+	}
+	if o.Store == nil {
+		return o, errors.New("connector: Options.Store is required")
+	}
+	setDur := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	setInt := func(n *int, def int) {
+		if *n <= 0 {
+			*n = def
+		}
+	}
+	setDur(&o.LeaseGrace, DefaultLeaseGrace)
+	if o.MaxFrameBytes <= 0 {
+		o.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	setInt(&o.SendQueue, DefaultSendQueue)
+	setInt(&o.Workers, DefaultWorkers)
+	setInt(&o.ChannelQueue, DefaultChannelQueue)
+	setInt(&o.MaxChannelQueues, DefaultMaxChannelQueues)
+	setInt(&o.MaxSockets, DefaultMaxSockets)
+	setDur(&o.ToolTimeout, DefaultToolTimeout)
+	setDur(&o.AuthSessionTTL, DefaultAuthSessionTTL)
+	setInt(&o.MaxAuthSessions, DefaultMaxAuthSessions)
+	if o.MaxUploadBytes <= 0 {
+		o.MaxUploadBytes = DefaultMaxUploadBytes
+	}
+	setDur(&o.FileTTL, DefaultFileTTL)
+	setDur(&o.SweepInterval, DefaultSweepInterval)
+	setDur(&o.AckTimeout, DefaultAckTimeout)
+	setDur(&o.OutboxTTL, DefaultOutboxTTL)
+	setInt(&o.OutboxCapacity, DefaultOutboxCapacity)
+	setDur(&o.ToolCallRetention, DefaultToolCallRetention)
+	setInt(&o.MaxToolCalls, DefaultMaxToolCalls)
+	setDur(&o.CloseTimeout, DefaultCloseTimeout)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}

@@ -1,0 +1,208 @@
+package connector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/xconn/xconn/delivery"
+	"github.com/xconn/xconn/internal/signurl"
+	"github.com/xconn/xconn/protocol"
+)
+
+// Outbox queue names inside the delivery storage.
+const (
+	queueIMv2 = "connector.im.v2"
+	queueIMv1 = "connector.im.v1"
+)
+
+func (s *Server) publish(ctx context.Context, id string, m UserMessage) error {
+	if err := s.liveErr(); err != nil {
+		return err
+	}
+	if !s.card.DeclaresProfile(protocol.ProfileIMv2) {
+		return fmt.Errorf("connector: Publish needs a Card that declares %s", protocol.ProfileIMv2)
+	}
+	if _, err := s.channelState(id); err != nil {
+		return err
+	}
+	if m.Text == "" && len(m.Files) == 0 {
+		return errors.New("connector: a message needs text or files")
+	}
+	msgID := m.MessageID
+	if msgID == "" {
+		msgID = signurl.RandomID("msg_")
+	}
+	created := m.CreatedAt
+	if created.IsZero() {
+		created = s.now()
+	}
+	p := protocol.ChatMessagePayload{MessageID: msgID, Text: m.Text, CreatedAt: created.UnixMilli()}
+	for i, f := range m.Files {
+		cf, err := s.cacheFile(ctx, id, f)
+		if err != nil {
+			return fmt.Errorf("connector: file %d: %w", i, err)
+		}
+		p.Files = append(p.Files, cf)
+	}
+	payload, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("connector: encode message: %w", err)
+	}
+	res, err := s.outbox.Enqueue(ctx, id, msgID, payload)
+	if err != nil {
+		return fmt.Errorf("connector: publish: %w", err)
+	}
+	if res.Status == delivery.Enqueued {
+		s.metrics.published.Inc()
+	}
+	return nil
+}
+
+// cacheFile stores an inbound file on the transfer plane and describes it
+// with a signed, short-lived download_url. The file outlives the message's
+// delivery window (max of FileTTL and OutboxTTL).
+func (s *Server) cacheFile(ctx context.Context, id string, f OutgoingFile) (protocol.ChatFile, error) {
+	if err := s.liveErr(); err != nil {
+		return protocol.ChatFile{}, err
+	}
+	if f.Content == nil {
+		return protocol.ChatFile{}, errors.New("connector: file has no content")
+	}
+	if _, err := s.channelState(id); err != nil {
+		return protocol.ChatFile{}, err
+	}
+	rec, err := s.saveFile(ctx, id, "download", f.Name, f.MimeType, f.Type, f.Content, max(s.opts.FileTTL, s.opts.OutboxTTL))
+	if err != nil {
+		return protocol.ChatFile{}, err
+	}
+	return protocol.ChatFile{
+		Type: rec.FileType, FileRef: rec.Ref, Filename: rec.Filename, MimeType: rec.MimeType,
+		ByteSize: rec.Size, ExpiresAt: rec.ExpiresAt.UnixMilli(),
+		DownloadURL: s.downloadURL(rec.Ref, id, rec.ExpiresAt),
+	}, nil
+}
+
+func (s *Server) pushMessage(ctx context.Context, id string, m protocol.MessagePushPayload) error {
+	if err := s.liveErr(); err != nil {
+		return err
+	}
+	if !s.card.DeclaresProfile(protocol.ProfileIMv1) {
+		return fmt.Errorf("connector: PushMessage needs a Card that declares %s", protocol.ProfileIMv1)
+	}
+	if _, err := s.channelState(id); err != nil {
+		return err
+	}
+	if m.Provider == "" {
+		tt := ""
+		if len(s.card.Supports.TargetTypes) > 0 {
+			tt = s.card.Supports.TargetTypes[0]
+		}
+		m.Provider, _ = targetOf(s.card, tt)
+	}
+	if m.Profile == "" {
+		m.Profile = protocol.ProfileIMv1
+	}
+	if m.EventKind == "" {
+		m.EventKind = protocol.IMv1EventMessageReceived
+	}
+	if m.MessageType == "" {
+		m.MessageType = "text"
+	}
+	if m.MessageID == "" {
+		m.MessageID = signurl.RandomID("msg_")
+	}
+	payload, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("connector: encode message.push: %w", err)
+	}
+	if _, err := s.outv1.Enqueue(ctx, id, m.MessageID, payload); err != nil {
+		return fmt.Errorf("connector: push message: %w", err)
+	}
+	return nil
+}
+
+// openSession returns the socket a channel is open on, with a temporary
+// error when none (the outbox keeps the entry) and a terminal one when the
+// channel is gone.
+func (s *Server) openSession(channel string, profile protocol.Profile) (*session, error) {
+	s.mu.Lock()
+	cs, ok := s.channels[channel]
+	var sess *session
+	if ok {
+		sess = cs.open
+	}
+	s.mu.Unlock()
+	if !ok {
+		return nil, &protocol.Error{Code: protocol.CodeConnectionNotFound, Message: "channel was deleted"}
+	}
+	if sess == nil {
+		return nil, &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: "channel is not open", Retryable: true}
+	}
+	if !sess.negotiated().Has(profile) {
+		return nil, &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: profile + " is not negotiated on the open connection", Retryable: true}
+	}
+	return sess, nil
+}
+
+// sendChat is the IM v2 outbox's SendFunc: one chat.message and its ack.
+func (s *Server) sendChat(ctx context.Context, e delivery.Entry) error {
+	sess, err := s.openSession(e.Channel, protocol.ProfileIMv2)
+	if err != nil {
+		return err
+	}
+	env := sess.newPacket(protocol.TypeChatMessage, e.Channel)
+	env.Payload = e.Payload
+	wait, ok := sess.addWaiter(env.PacketID)
+	if !ok {
+		return &protocol.Error{Code: protocol.CodeChannelBusy, Message: "too many messages awaiting an ack", Retryable: true}
+	}
+	defer sess.dropWaiter(env.PacketID)
+	if err := sess.send(ctx, env); err != nil {
+		return &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: "connection closed", Retryable: true}
+	}
+	timer := time.NewTimer(s.opts.AckTimeout)
+	defer timer.Stop()
+	select {
+	case ack := <-wait:
+		if ack.MessageID != e.MessageID {
+			return &protocol.Error{Code: protocol.CodeInvalidPacket, Message: "ack names another message_id", Retryable: true}
+		}
+		s.metrics.chatAcksIn.WithLabelValues(metricStatus(ack.Status)).Inc()
+		return delivery.AckResult(ack)
+	case <-timer.C:
+		return &protocol.Error{Code: protocol.CodeChannelBusy, Message: "ack timeout", Retryable: true}
+	case <-sess.ctx.Done():
+		return &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: "connection closed", Retryable: true}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// sendPush is the IM v1 outbox's SendFunc: message.push has no ack, so a
+// write into an open, IM v1 connection ends the entry's responsibility.
+func (s *Server) sendPush(ctx context.Context, e delivery.Entry) error {
+	sess, err := s.openSession(e.Channel, protocol.ProfileIMv1)
+	if err != nil {
+		return err
+	}
+	env := sess.newPacket(protocol.TypeMessagePush, e.Channel)
+	env.Payload = e.Payload
+	if err := sess.send(ctx, env); err != nil {
+		return &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: "connection closed", Retryable: true}
+	}
+	return nil
+}
+
+// resumeDelivery makes a reopened channel's pending messages due now.
+func (s *Server) resumeDelivery(id string) {
+	ctx, cancel := s.bgContext()
+	defer cancel()
+	for _, ob := range []*delivery.Outbox{s.outbox, s.outv1} {
+		if err := ob.Resume(ctx, id); err != nil {
+			s.log.Warn("connector: resume delivery", "channel", id, "err", err)
+		}
+	}
+}

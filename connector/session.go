@@ -1,0 +1,314 @@
+package connector
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/xconn/xconn/internal/signurl"
+	"github.com/xconn/xconn/internal/wsconn"
+	"github.com/xconn/xconn/protocol"
+)
+
+// session is one data-plane socket: the wsconn reader and writer, the
+// per-channel work queues and their workers. The read loop only routes
+// frames into queues; workers run the handlers.
+type session struct {
+	srv    *Server
+	conn   *wsconn.Conn
+	ctx    context.Context // ends when the socket closes or the server stops
+	cancel context.CancelFunc
+	sem    chan struct{} // bounds parallel channel workers
+	wg     sync.WaitGroup
+
+	helloDone atomic.Bool
+
+	mu          sync.Mutex
+	connectorID string
+	neg         *protocol.Negotiated
+	queues      map[string]*workQueue
+	waiters     map[string]chan protocol.ChatAckPayload // chat.message packet_id -> ack
+}
+
+type workQueue struct {
+	items   []work
+	running bool
+}
+
+type work struct {
+	env *protocol.Envelope
+	err error
+}
+
+// controlKey is the queue of packets without a channel (hello, ping, a
+// first channel.open) and of every packet before hello completes.
+const controlKey = "\x00control"
+
+// controlQueue bounds the control queue (hello, ping, busy answers); a
+// flood beyond it is dropped with a log line.
+const controlQueue = 1024
+
+// maxWaiters bounds chat.message acks awaited per socket.
+const maxWaiters = 4096
+
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	if !s.checkAPIKey(w, r) {
+		return
+	}
+	s.mu.Lock()
+	if s.state != stateStarted {
+		s.mu.Unlock()
+		http.Error(w, "connector is not running", http.StatusServiceUnavailable)
+		return
+	}
+	if len(s.sockets) >= s.opts.MaxSockets {
+		s.mu.Unlock()
+		http.Error(w, "too many data-plane connections", http.StatusServiceUnavailable)
+		return
+	}
+	s.wg.Add(1) // the handler goroutine runs the socket; Close waits for it
+	s.mu.Unlock()
+	defer s.wg.Done()
+
+	conn, err := wsconn.Accept(w, r, wsconn.Options{
+		ReadLimit: s.opts.MaxFrameBytes, SendQueue: s.opts.SendQueue, Logger: s.log,
+	})
+	if err != nil {
+		s.log.Debug("connector: websocket accept failed", "err", err)
+		return
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	sess := &session{
+		srv: s, conn: conn, ctx: ctx, cancel: cancel,
+		sem:     make(chan struct{}, s.opts.Workers),
+		queues:  map[string]*workQueue{},
+		waiters: map[string]chan protocol.ChatAckPayload{},
+	}
+	s.mu.Lock()
+	if s.state != stateStarted {
+		s.mu.Unlock()
+		cancel()
+		_ = conn.Close(websocket.StatusGoingAway, "server shutting down")
+		return
+	}
+	s.sockets[sess] = struct{}{}
+	s.mu.Unlock()
+	s.metrics.sockets.Inc()
+	s.log.Debug("connector: data plane connected")
+
+	_ = conn.Run(ctx, sess.onFrame)
+	cancel()
+	sess.wg.Wait()
+	s.detach(sess)
+	s.metrics.sockets.Dec()
+	s.log.Debug("connector: data plane disconnected")
+}
+
+// onFrame runs on the read loop: it never blocks and never runs a handler.
+func (sess *session) onFrame(env *protocol.Envelope, _ []byte, err error) {
+	s := sess.srv
+	if env != nil {
+		s.metrics.packetsIn.WithLabelValues(metricType(env.Type)).Inc()
+		if env.Type == protocol.TypeChatMessageAck && sess.helloDone.Load() {
+			sess.deliverAck(env)
+			return
+		}
+	}
+	key := controlKey
+	if env != nil && sess.helloDone.Load() && env.ConnectorChannelID != "" {
+		key = env.ConnectorChannelID
+	}
+	if !sess.enqueue(key, work{env: env, err: err}) && env != nil && env.Type != protocol.TypeError {
+		// The channel's queue is full: answer busy through the control
+		// queue (best effort) instead of blocking the read loop.
+		if !sess.enqueue(controlKey, work{env: env, err: protocol.Errorf(protocol.CodeChannelBusy, "too many queued packets for this channel")}) {
+			s.log.Warn("connector: packet dropped, every queue is full", "type", metricType(env.Type))
+			s.metrics.dropped.Inc()
+		}
+	}
+}
+
+// enqueue appends w to the queue of key and starts its worker. It reports
+// false when the queue (or the number of queues) is at its bound.
+func (sess *session) enqueue(key string, w work) bool {
+	s := sess.srv
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	q := sess.queues[key]
+	if q == nil {
+		if len(sess.queues) >= s.opts.MaxChannelQueues && key != controlKey {
+			return false
+		}
+		q = &workQueue{}
+		sess.queues[key] = q
+	}
+	limit := s.opts.ChannelQueue
+	if key == controlKey {
+		limit = max(limit, controlQueue) // room for busy answers
+	}
+	if len(q.items) >= limit {
+		return false
+	}
+	q.items = append(q.items, w)
+	if !q.running {
+		q.running = true
+		sess.wg.Add(1)
+		go sess.worker(key, q)
+	}
+	return true
+}
+
+// worker drains one queue in order; at most Options.Workers run at once.
+func (sess *session) worker(key string, q *workQueue) {
+	defer sess.wg.Done()
+	select {
+	case sess.sem <- struct{}{}:
+	case <-sess.ctx.Done():
+		sess.stopQueue(key, q)
+		return
+	}
+	defer func() { <-sess.sem }()
+	for {
+		sess.mu.Lock()
+		if len(q.items) == 0 || sess.ctx.Err() != nil {
+			q.running = false
+			q.items = nil
+			delete(sess.queues, key)
+			sess.mu.Unlock()
+			return
+		}
+		w := q.items[0]
+		q.items = q.items[1:]
+		sess.mu.Unlock()
+		sess.process(w)
+	}
+}
+
+func (sess *session) stopQueue(key string, q *workQueue) {
+	sess.mu.Lock()
+	q.running = false
+	q.items = nil
+	delete(sess.queues, key)
+	sess.mu.Unlock()
+}
+
+// deliverAck hands a chat.message.ack to the waiting sender, if any.
+func (sess *session) deliverAck(env *protocol.Envelope) {
+	var ack protocol.ChatAckPayload
+	if env.DecodePayload(&ack) != nil {
+		return
+	}
+	sess.mu.Lock()
+	ch, ok := sess.waiters[env.ReplyTo]
+	sess.mu.Unlock()
+	if !ok {
+		sess.srv.log.Debug("connector: chat.message.ack without a waiting message", "channel", env.ConnectorChannelID)
+		return
+	}
+	select {
+	case ch <- ack:
+	default:
+	}
+}
+
+func (sess *session) addWaiter(packetID string) (chan protocol.ChatAckPayload, bool) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if len(sess.waiters) >= maxWaiters {
+		return nil, false
+	}
+	ch := make(chan protocol.ChatAckPayload, 1)
+	sess.waiters[packetID] = ch
+	return ch, true
+}
+
+func (sess *session) dropWaiter(packetID string) {
+	sess.mu.Lock()
+	delete(sess.waiters, packetID)
+	sess.mu.Unlock()
+}
+
+func (sess *session) negotiated() *protocol.Negotiated {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.neg == nil {
+		return protocol.NegotiateProfiles(nil, nil)
+	}
+	return sess.neg
+}
+
+func (sess *session) connector() string {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.connectorID
+}
+
+// newPacket returns a Connector-initiated envelope.
+func (sess *session) newPacket(typ, channel string) *protocol.Envelope {
+	return &protocol.Envelope{
+		Schema: protocol.PacketSchema, PacketID: signurl.RandomID("pkt_"),
+		ConnectorChannelID: channel, Type: typ, Time: time.Now().UnixMilli(),
+	}
+}
+
+// send writes env; it blocks while the socket's queue is full, until the
+// socket ends. Errors mean the socket is gone and are only logged.
+func (sess *session) send(ctx context.Context, env *protocol.Envelope) error {
+	if env.Error != nil {
+		env.Error.Message = sess.srv.secrets.Scrub(env.Error.Message)
+	}
+	if err := sess.conn.Send(ctx, env); err != nil {
+		sess.srv.log.Debug("connector: send failed", "type", env.Type, "err", err)
+		return err
+	}
+	sess.srv.metrics.packetsOut.WithLabelValues(metricType(env.Type)).Inc()
+	return nil
+}
+
+// reply sends the ack typ of req with payload.
+func (sess *session) reply(req *protocol.Envelope, typ string, payload any) {
+	sess.replyEnv(req.Reply(typ), payload)
+}
+
+// replyEnv completes an ack envelope prepared with Envelope.Reply and sends
+// it with payload.
+func (sess *session) replyEnv(env *protocol.Envelope, payload any) {
+	env.PacketID, env.Time = signurl.RandomID("pkt_"), time.Now().UnixMilli()
+	if err := env.SetPayload(payload); err != nil {
+		sess.srv.log.Error("connector: encode ack", "type", env.Type, "err", err)
+		env.Payload, env.Error = nil, protocol.Errorf(protocol.CodeInternal, "cannot encode %s", env.Type).Wire()
+	}
+	_ = sess.send(sess.ctx, env)
+}
+
+// replyError sends the ack typ of req carrying an envelope error.
+func (sess *session) replyError(req *protocol.Envelope, typ string, perr *protocol.Error) {
+	env := req.Reply(typ)
+	env.PacketID, env.Time = signurl.RandomID("pkt_"), time.Now().UnixMilli()
+	env.Error = perr.Wire()
+	sess.srv.metrics.errors.WithLabelValues(metricCode(perr.Code)).Inc()
+	_ = sess.send(sess.ctx, env)
+}
+
+// sendError sends a packet of type error answering req (which may be nil).
+func (sess *session) sendError(req *protocol.Envelope, perr *protocol.Error) {
+	env := &protocol.Envelope{Schema: protocol.PacketSchema, Type: protocol.TypeError}
+	if req != nil {
+		env = req.Reply(protocol.TypeError)
+	}
+	env.PacketID, env.Time = signurl.RandomID("pkt_"), time.Now().UnixMilli()
+	env.Error = perr.Wire()
+	sess.srv.metrics.errors.WithLabelValues(metricCode(perr.Code)).Inc()
+	_ = sess.send(sess.ctx, env)
+}
+
+// reject sends an error packet answering req and closes the socket with a
+// policy-violation close code (a refused hello).
+func (sess *session) reject(req *protocol.Envelope, perr *protocol.Error) {
+	sess.sendError(req, perr)
+	_ = sess.conn.Close(websocket.StatusPolicyViolation, string(perr.Code))
+}

@@ -1,0 +1,272 @@
+package connector
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/store"
+)
+
+// chanState is the in-memory state of one known channel; the store is the
+// durable copy. Fields are guarded by Server.mu; pmu serialises updates so
+// that the store sees them in order.
+type chanState struct {
+	pmu     sync.Mutex
+	rec     store.Channel // rec.Binding holds the encoded binding
+	binding Binding
+	tools   map[string]ToolAvailability
+	open    *session // socket the channel is open on, nil when none
+}
+
+// chanSnap is a consistent copy of a chanState.
+type chanSnap struct {
+	rec     store.Channel
+	binding Binding
+	tools   map[string]ToolAvailability
+	open    *session
+}
+
+// storedBinding is the encoded form of a Binding inside store.Channel.Binding
+// (encrypted at rest by the store).
+type storedBinding struct {
+	Data    []byte   `json:"d,omitempty"`
+	Secrets []string `json:"s,omitempty"`
+}
+
+func encodeBinding(b Binding) ([]byte, error) {
+	if b.Data == nil && len(b.Secrets) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(storedBinding{Data: b.Data, Secrets: b.Secrets})
+}
+
+func decodeBinding(rec store.Channel) (Binding, error) {
+	b := Binding{DisplayName: rec.DisplayName, AccountHint: rec.AccountHint}
+	if len(rec.Binding) == 0 {
+		return b, nil
+	}
+	var sb storedBinding
+	if err := json.Unmarshal(rec.Binding, &sb); err != nil {
+		return b, fmt.Errorf("decode binding of %s: %w", rec.ChannelID, err)
+	}
+	b.Data, b.Secrets = sb.Data, sb.Secrets
+	return b, nil
+}
+
+func (b Binding) clone() Binding {
+	b.Data = slices.Clone(b.Data)
+	b.Secrets = slices.Clone(b.Secrets)
+	return b
+}
+
+func notFound(id string) error {
+	return protocol.Errorf(protocol.CodeConnectionNotFound, "channel %s does not exist", id)
+}
+
+// channelState returns a snapshot of a known channel.
+func (s *Server) channelState(id string) (chanSnap, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs, ok := s.channels[id]
+	if !ok {
+		return chanSnap{}, notFound(id)
+	}
+	return cs.snap(), nil
+}
+
+// snap copies cs; the caller holds Server.mu.
+func (cs *chanState) snap() chanSnap {
+	return chanSnap{rec: cs.rec, binding: cs.binding.clone(), tools: maps.Clone(cs.tools), open: cs.open}
+}
+
+// update applies f to the channel under the locks, then persists the
+// record. f must not block.
+func (s *Server) update(ctx context.Context, id string, f func(cs *chanState) error) (chanSnap, error) {
+	s.mu.Lock()
+	cs, ok := s.channels[id]
+	s.mu.Unlock()
+	if !ok {
+		return chanSnap{}, notFound(id)
+	}
+	cs.pmu.Lock()
+	defer cs.pmu.Unlock()
+	s.mu.Lock()
+	if s.channels[id] != cs {
+		s.mu.Unlock()
+		return chanSnap{}, notFound(id)
+	}
+	if err := f(cs); err != nil {
+		s.mu.Unlock()
+		return chanSnap{}, err
+	}
+	cs.rec.UpdatedAt = s.now()
+	snap := cs.snap()
+	s.mu.Unlock()
+	if err := s.opts.Store.PutChannel(ctx, snap.rec); err != nil {
+		return snap, fmt.Errorf("connector: persist channel %s: %w", id, err)
+	}
+	return snap, nil
+}
+
+func (s *Server) setStatus(ctx context.Context, id string, status protocol.ConnectionStatus) error {
+	if !slices.Contains(protocol.ConnectionStatuses(), status) {
+		return fmt.Errorf("connector: unknown connection status %q", status)
+	}
+	changed := false
+	_, err := s.update(ctx, id, func(cs *chanState) error {
+		changed = cs.rec.Status != status
+		cs.rec.Status = status
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if changed {
+		s.pushDescriptor(ctx, id)
+	}
+	return nil
+}
+
+func (s *Server) setToolAvailability(ctx context.Context, id, toolID string, a ToolAvailability) error {
+	s.mu.Lock()
+	_, known := s.tools[toolID]
+	s.mu.Unlock()
+	if !known {
+		return protocol.Errorf(protocol.CodeUnknownTool, "tool %s is not registered", toolID)
+	}
+	_, err := s.update(ctx, id, func(cs *chanState) error {
+		if a == (ToolAvailability{}) {
+			delete(cs.tools, toolID)
+			return nil
+		}
+		if cs.tools == nil {
+			cs.tools = map[string]ToolAvailability{}
+		}
+		cs.tools[toolID] = a
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.pushDescriptor(ctx, id)
+	return nil
+}
+
+func (s *Server) updateBinding(ctx context.Context, id string, b Binding) error {
+	enc, err := encodeBinding(b)
+	if err != nil {
+		return fmt.Errorf("connector: encode binding: %w", err)
+	}
+	s.secrets.Add(b.Secrets...)
+	changed := false
+	_, err = s.update(ctx, id, func(cs *chanState) error {
+		if !isAuthenticated(cs.rec.Status) {
+			return protocol.Errorf(protocol.CodeConnectionNotAuthenticated, "channel %s is not signed in", id)
+		}
+		changed = cs.rec.DisplayName != b.DisplayName || cs.rec.AccountHint != b.AccountHint
+		cs.binding = b.clone()
+		cs.rec.Binding, cs.rec.DisplayName, cs.rec.AccountHint = enc, b.DisplayName, b.AccountHint
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if changed {
+		s.pushDescriptor(ctx, id)
+	}
+	return nil
+}
+
+// bind stores a new binding after a sign-in and runs the hooks.
+func (s *Server) bind(ctx context.Context, id, flowID string, b Binding) error {
+	enc, err := encodeBinding(b)
+	if err != nil {
+		return fmt.Errorf("connector: encode binding: %w", err)
+	}
+	s.secrets.Add(b.Secrets...)
+	var old Binding
+	hadOld := false
+	_, err = s.update(ctx, id, func(cs *chanState) error {
+		if isAuthenticated(cs.rec.Status) {
+			old, hadOld = cs.binding.clone(), true
+		}
+		cs.binding = b.clone()
+		cs.rec.Binding, cs.rec.DisplayName, cs.rec.AccountHint = enc, b.DisplayName, b.AccountHint
+		cs.rec.Status = protocol.StatusConnected
+		cs.rec.FlowID = flowID
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ch := &Channel{srv: s, id: id}
+	if hadOld {
+		s.runUnbind(ctx, ch, old, UnbindReplaced)
+	}
+	s.runBind(ctx, ch, b)
+	s.metrics.signins.Inc()
+	return nil
+}
+
+// logout clears the binding and returns the post-logout snapshot.
+func (s *Server) logout(ctx context.Context, id string, reason UnbindReason) (chanSnap, error) {
+	var old Binding
+	had := false
+	snap, err := s.update(ctx, id, func(cs *chanState) error {
+		if isAuthenticated(cs.rec.Status) || cs.rec.Binding != nil {
+			old, had = cs.binding.clone(), true
+		}
+		cs.binding = Binding{}
+		cs.rec.Binding, cs.rec.DisplayName, cs.rec.AccountHint, cs.rec.FlowID = nil, "", "", ""
+		cs.rec.Status = protocol.StatusCreated
+		return nil
+	})
+	if err != nil {
+		return snap, err
+	}
+	if had {
+		s.runUnbind(ctx, &Channel{srv: s, id: id}, old, reason)
+	}
+	s.auth.dropChannel(id)
+	return snap, nil
+}
+
+func (s *Server) runBind(ctx context.Context, ch *Channel, b Binding) {
+	s.mu.Lock()
+	h := s.onBind
+	s.mu.Unlock()
+	if h == nil {
+		return
+	}
+	if err := safeCall(func() error { return h(ctx, ch, b.clone()) }); err != nil {
+		s.log.Warn("connector: bind hook failed", "channel", ch.id, "err", s.secrets.Scrub(err.Error()))
+	}
+}
+
+func (s *Server) runUnbind(ctx context.Context, ch *Channel, b Binding, reason UnbindReason) {
+	s.mu.Lock()
+	h := s.onUnbind
+	s.mu.Unlock()
+	if h == nil {
+		return
+	}
+	if err := safeCall(func() error { return h(ctx, ch, b.clone(), reason) }); err != nil {
+		s.log.Warn("connector: unbind hook failed", "channel", ch.id, "reason", string(reason), "err", s.secrets.Scrub(err.Error()))
+	}
+}
+
+// safeCall runs f and turns a panic into an error without its value (a
+// panic value may hold a secret).
+func safeCall(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = protocol.Errorf(protocol.CodeInternal, "handler panicked")
+		}
+	}()
+	return f()
+}
