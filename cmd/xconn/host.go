@@ -1,0 +1,367 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/xconn/xconn/host"
+	"github.com/xconn/xconn/internal/qr"
+	"github.com/xconn/xconn/internal/redact"
+	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/store"
+)
+
+// Defaults of "xconn host".
+const (
+	defaultHostDataDir = "./xconn-host-data"
+	defaultHostUser    = "cli"
+)
+
+type hostFlags struct {
+	apiKey   string
+	dataDir  string
+	agent    string
+	flowID   string
+	inputs   []string
+	userID   string
+	logLevel string
+}
+
+func newHostCmd() *cobra.Command {
+	var f hostFlags
+	cmd := &cobra.Command{
+		Use:   "host BASE_URL",
+		Short: "Run an embedded xAgent host against a connector",
+		Long: `Run the xAgent side against a Connector Server, for connector authors who
+want to try their connector against a real host. It admits the connector
+(printing the refusal reason and exiting 1 if refused), opens a channel
+(reusing the stored one on a restart), signs in (form input from
+--auth-input, prompting for missing fields when a terminal is attached; a QR
+code is shown in the terminal), then serves the channel with the agent until
+interrupted, reconnecting as the host does. Every data-plane packet is logged
+as one line (types and identifiers, never payload secrets).`,
+		Example: `  xconn host http://127.0.0.1:8080 --api-key KEY --auth-flow webchat_room --auth-input room=lobby`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.apiKey == "" {
+				f.apiKey = os.Getenv("XCONN_API_KEY")
+			}
+			return runHost(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], f)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.apiKey, "api-key", "", "system API key of the connector (default: env XCONN_API_KEY)")
+	fs.StringVar(&f.dataDir, "data", envOr("XCONN_HOST_DATA", defaultHostDataDir), "data directory of the host: SQLite database, key, received files (env XCONN_HOST_DATA)")
+	fs.StringVar(&f.agent, "agent", "echo", `agent that answers user messages ("echo")`)
+	fs.StringVar(&f.flowID, "auth-flow", "", "auth flow id of the Card (default: its first flow)")
+	fs.StringArrayVar(&f.inputs, "auth-input", nil, "form input of the auth flow as key=value (repeatable)")
+	fs.StringVar(&f.userID, "user", defaultHostUser, "user id the channel belongs to")
+	fs.StringVar(&f.logLevel, "log-level", "warn", "log level of the host (debug, info, warn, error)")
+	return cmd
+}
+
+func parseInputs(list []string) (map[string]string, error) {
+	in := map[string]string{}
+	for _, kv := range list {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--auth-input %q: want key=value", kv)
+		}
+		in[k] = v
+	}
+	return in, nil
+}
+
+func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f hostFlags) error {
+	inputs, err := parseInputs(f.inputs)
+	if err != nil {
+		return err
+	}
+	var agent host.Agent
+	switch f.agent {
+	case "echo":
+		agent = host.Echo{}
+	default:
+		return fmt.Errorf("unknown --agent %q (known: echo)", f.agent)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("data directory: %w", err)}
+	}
+	db, err := store.Open(ctx, "sqlite:"+filepath.Join(f.dataDir, "host.db"), store.Options{DataDir: f.dataDir})
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("open store: %w", err)}
+	}
+	defer db.Close()
+
+	secrets := redact.NewSecrets(0)
+	secrets.Add(f.apiKey)
+	for _, v := range inputs {
+		secrets.Add(v)
+	}
+	logger := slog.New(redact.NewHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}), secrets))
+	out := &lineWriter{w: stdout}
+	h, err := host.New(host.Options{
+		Store: db, Delivery: db, Agent: agent, Logger: logger,
+		FilesDir: filepath.Join(f.dataDir, "files"),
+		OnPacket: func(dir protocol.Direction, _ string, env *protocol.Envelope) { out.printf("%s", packetLine(dir, env)) },
+		OnEvent:  func(ev host.Event) { out.printf("%s", eventLine(ev)) },
+	})
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	if err := h.Start(ctx); err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		_ = h.Close(cctx)
+	}()
+
+	c, err := h.Admit(ctx, baseURL, f.apiKey)
+	if err != nil {
+		var ae *host.AdmissionError
+		if errors.As(err, &ae) {
+			return &exitError{code: 1, err: fmt.Errorf("%s", secrets.Scrub(ae.Error()))}
+		}
+		return &exitError{code: 1, err: fmt.Errorf("admit: %s", secrets.Scrub(err.Error()))}
+	}
+	out.printf("admitted %s (%s %s, protocol %s, profiles %s)", c.CardID, c.Card.Connector.Name, c.Card.Connector.Version,
+		c.Card.ProtocolVersion, strings.Join(c.Profiles, ","))
+
+	uc, err := ensureChannel(ctx, h, c, f, inputs, out, secrets)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return &exitError{code: 1, err: fmt.Errorf("sign-in: %s", secrets.Scrub(err.Error()))}
+	}
+	out.printf("serving channel %s (connector_channel_id %s) with the %s agent; Ctrl-C to stop", uc.ID, uc.ChannelID, f.agent)
+	<-ctx.Done()
+	out.printf("stopping")
+	return nil
+}
+
+// ensureChannel reuses the user's authenticated channel, signs a stored
+// one in again, or signs in anew.
+func ensureChannel(ctx context.Context, h *host.Host, c *host.Connector, f hostFlags, inputs map[string]string, out *lineWriter, secrets *redact.Secrets) (store.UserChannel, error) {
+	ucs, err := h.Channels(ctx, f.userID, c.CardID)
+	if err != nil {
+		return store.UserChannel{}, err
+	}
+	for _, uc := range ucs {
+		if uc.Authenticated {
+			out.printf("reusing stored channel %s", uc.ID)
+			return uc, nil
+		}
+	}
+	flowID := f.flowID
+	if flowID == "" && len(c.Card.AuthFlows) > 0 {
+		flowID = c.Card.AuthFlows[0].ID
+	}
+	if flow, ok := c.Card.AuthFlow(flowID); ok && flow.Type == protocol.AuthFlowForm {
+		if err := promptMissing(flow, inputs, out); err != nil {
+			return store.UserChannel{}, err
+		}
+		for _, v := range inputs {
+			secrets.Add(v)
+		}
+	} else if flowID != "" && !ok {
+		return store.UserChannel{}, fmt.Errorf("the Card has no auth flow %q", flowID)
+	}
+	var s *host.Signin
+	if len(ucs) > 0 {
+		out.printf("signing stored channel %s in again with flow %q", ucs[0].ID, flowID)
+		s, err = h.Reauthenticate(ctx, ucs[0].ID, flowID, inputs)
+	} else {
+		out.printf("signing in with flow %q", flowID)
+		s, err = h.Connect(ctx, f.userID, c.CardID, flowID, inputs)
+	}
+	if err != nil {
+		return store.UserChannel{}, err
+	}
+	lastQR := ""
+	for st := range s.Updates() {
+		if st.QRCodeText != "" && st.QRCodeText != lastQR {
+			lastQR = st.QRCodeText
+			if art, err := qr.Terminal(st.QRCodeText); err == nil {
+				out.printf("scan this QR code to sign in:\n%s", art)
+			}
+		}
+		msg := ""
+		if st.Message != "" {
+			msg = ": " + st.Message
+		}
+		out.printf("sign-in %s%s", st.Status, msg)
+	}
+	return s.Wait(ctx)
+}
+
+// promptMissing asks for the form fields missing from inputs when stdin is
+// a terminal (secret fields without echo); otherwise it leaves them out.
+func promptMissing(flow *protocol.AuthFlow, inputs map[string]string, out *lineWriter) error {
+	fd := int(os.Stdin.Fd())
+	if !term.IsTerminal(fd) {
+		return nil
+	}
+	reader := bufio.NewReader(os.Stdin)
+	for _, fld := range flow.Fields {
+		if _, ok := inputs[fld.Name]; ok {
+			continue
+		}
+		label := fld.Label
+		if label == "" {
+			label = fld.Name
+		}
+		if !fld.Required {
+			label += " (optional)"
+		}
+		out.prompt(label + ": ")
+		var v string
+		if fld.IsSecret() {
+			b, err := term.ReadPassword(fd)
+			out.prompt("\n")
+			if err != nil {
+				return fmt.Errorf("read %s: %w", fld.Name, err)
+			}
+			v = string(b)
+		} else {
+			line, err := reader.ReadString('\n')
+			if err != nil && line == "" {
+				return fmt.Errorf("read %s: %w", fld.Name, err)
+			}
+			v = strings.TrimRight(line, "\r\n")
+		}
+		if v != "" || fld.Required {
+			inputs[fld.Name] = v
+		}
+	}
+	return nil
+}
+
+// lineWriter serialises output lines from the host's goroutines.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) printf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+func (l *lineWriter) prompt(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprint(l.w, s)
+}
+
+// packetLine renders a packet as one readable line: direction, type,
+// identifiers and a few payload fields that are never secret.
+func packetLine(dir protocol.Direction, env *protocol.Envelope) string {
+	arrow := "<-"
+	if dir == protocol.ToConnector {
+		arrow = "->"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", arrow, env.Type)
+	if env.ConnectorChannelID != "" {
+		fmt.Fprintf(&b, " ch=%s", env.ConnectorChannelID)
+	}
+	if env.RequestID != "" {
+		fmt.Fprintf(&b, " req=%s", env.RequestID)
+	}
+	if env.Error != nil {
+		fmt.Fprintf(&b, " error=%s", env.Error.Code)
+	}
+	for _, kv := range packetFields(env) {
+		if kv[1] != "" {
+			fmt.Fprintf(&b, " %s=%s", kv[0], kv[1])
+		}
+	}
+	return b.String()
+}
+
+func packetFields(env *protocol.Envelope) [][2]string {
+	switch env.Type {
+	case protocol.TypeHello:
+		var p protocol.HelloPayload
+		_ = env.DecodePayload(&p)
+		return [][2]string{{"card", p.ConnectorCardID}, {"connector_id", p.ConnectorID}, {"version", p.ProtocolVersion}, {"profiles", strings.Join(p.SupportedProfiles, ",")}}
+	case protocol.TypeHelloAck:
+		var p protocol.HelloAckPayload
+		_ = env.DecodePayload(&p)
+		return [][2]string{{"connector_id", p.ConnectorID}, {"version", p.ProtocolVersion}}
+	case protocol.TypeAuthStart:
+		var p protocol.AuthStartPayload
+		_ = env.DecodePayload(&p)
+		return [][2]string{{"flow", p.FlowID}, {"fields", fmt.Sprint(len(p.Input))}} // input values are never printed
+	case protocol.TypeAuthStartAck, protocol.TypeAuthStatusAck:
+		var p protocol.AuthStatePayload
+		_ = env.DecodePayload(&p)
+		return [][2]string{{"status", p.Status}, {"auth_session", p.AuthSessionID}}
+	case protocol.TypeChannelOpenAck, protocol.TypeDescriptorGetAck, protocol.TypeDescriptorPush:
+		var p struct {
+			D *protocol.Descriptor `json:"connection_descriptor"`
+		}
+		_ = env.DecodePayload(&p)
+		if p.D != nil {
+			return [][2]string{{"status", p.D.Connection.Status}, {"profiles", strings.Join(p.D.Connection.Profiles, ",")}}
+		}
+	case protocol.TypeToolInvoke, protocol.TypeToolInvokeAck, protocol.TypeToolProgressPush:
+		var p struct {
+			ToolID string `json:"tool_id"`
+			Status string `json:"status"`
+		}
+		_ = env.DecodePayload(&p)
+		return [][2]string{{"tool", p.ToolID}, {"status", p.Status}}
+	case protocol.TypeChatMessage:
+		var p protocol.ChatMessagePayload
+		_ = env.DecodePayload(&p)
+		return [][2]string{{"message_id", p.MessageID}, {"text_bytes", fmt.Sprint(len(p.Text))}, {"files", fmt.Sprint(len(p.Files))}}
+	case protocol.TypeChatMessageDelta:
+		var p protocol.ChatDeltaPayload
+		_ = env.DecodePayload(&p)
+		return [][2]string{{"message_id", p.MessageID}, {"seq", fmt.Sprint(p.Sequence)}}
+	case protocol.TypeChatMessageAck:
+		var p protocol.ChatAckPayload
+		_ = env.DecodePayload(&p)
+		return [][2]string{{"message_id", p.MessageID}, {"status", p.Status}, {"code", p.Code}}
+	case protocol.TypeChatActivity:
+		var p protocol.ChatActivityPayload
+		_ = env.DecodePayload(&p)
+		return [][2]string{{"status", p.Status}, {"tool", p.ToolName}}
+	case protocol.TypeMessagePush:
+		var p protocol.MessagePushPayload
+		_ = env.DecodePayload(&p)
+		return [][2]string{{"message_id", p.MessageID}}
+	}
+	return nil
+}
+
+func eventLine(ev host.Event) string {
+	switch ev.Kind {
+	case host.EventHealth:
+		return fmt.Sprintf("** %s health %s %s", ev.CardID, ev.Health, ev.Detail)
+	case host.EventLink:
+		return fmt.Sprintf("** %s data plane %s %s", ev.CardID, ev.Link, ev.Detail)
+	}
+	return fmt.Sprintf("** %s %s %s", ev.Kind, ev.UserChannelID, ev.Detail)
+}

@@ -1,0 +1,97 @@
+package host
+
+import (
+	"context"
+	"time"
+
+	"github.com/xconn/xconn/protocol"
+)
+
+// Agent is the agent platform behind the host: it receives each new user
+// message of a user channel and answers through a [ReplyStream].
+//
+// HandleMessage runs on the channel's ordered worker: messages of one
+// channel arrive one at a time, in order; different channels run in
+// parallel. The inbound message is acknowledged (accepted) only after
+// HandleMessage returns nil; an error rejects it (retryable unless it is a
+// *protocol.Error with Retryable false) so the connector redelivers it.
+// The reply stream stays usable after HandleMessage returns, so an agent may
+// take the message and answer later. Implementations must be safe for
+// concurrent use.
+type Agent interface {
+	HandleMessage(ctx context.Context, msg *UserMessage, reply ReplyStream) error
+}
+
+// AgentFunc adapts a function to [Agent].
+type AgentFunc func(ctx context.Context, msg *UserMessage, reply ReplyStream) error
+
+// HandleMessage calls f.
+func (f AgentFunc) HandleMessage(ctx context.Context, msg *UserMessage, reply ReplyStream) error {
+	return f(ctx, msg, reply)
+}
+
+// UserMessage is one new user input from a connector: an IM v2 chat.message
+// (Profile xagent.im.v2) or a legacy IM v1 message.push (Profile
+// xagent.im.v1, Push set). It is owned by the receiving Agent.
+type UserMessage struct {
+	CardID string
+	// UserChannelID is the host's stable id of the user channel
+	// (store.UserChannel.ID); ChannelID the connector_channel_id.
+	UserChannelID string
+	ChannelID     string
+	UserID        string
+	// SessionID is the session bound to the channel, if any.
+	SessionID string
+	Profile   protocol.Profile
+	MessageID string
+	Text      string
+	// Files were downloaded into Options.FilesDir before the Agent is called.
+	Files     []File
+	CreatedAt time.Time
+	// Push is the raw IM v1 payload for a legacy message.push, else nil.
+	Push *protocol.MessagePushPayload
+}
+
+// File is a file received from a connector and stored locally.
+type File struct {
+	// Path is the local file; the Agent may move or delete it.
+	Path     string
+	Filename string
+	MimeType string
+	Type     protocol.FileType
+	Size     int64
+	// FileRef is the connector's reference (display only).
+	FileRef string
+}
+
+// OutgoingFile is a local file an assistant message carries; [ReplyStream.Final]
+// uploads it through POST /files/uploads before sending the final message.
+type OutgoingFile struct {
+	Path     string
+	Filename string            // default: the base name of Path
+	MimeType string            // default: by extension, else application/octet-stream
+	Type     protocol.FileType // default: image/video/audio/file from MimeType
+}
+
+// ReplyStream carries assistant output back to one user channel through the
+// IM v2 virtual message channel. Packets the negotiated catalog does not
+// allow on the channel (for instance anything on an IM v1 channel) are
+// dropped silently and the call returns nil. It is safe for concurrent use;
+// deltas and the final of one assistant message must come from one
+// goroutine.
+type ReplyStream interface {
+	// Activity sends a chat.activity snapshot (thinking, tool with toolName,
+	// idle). It is best effort: nothing is sent while the channel is offline.
+	Activity(ctx context.Context, status protocol.ActivityStatus, toolName string) error
+	// Delta sends the next chat.message.delta of the current assistant
+	// message, starting one (new message_id, sequence 1) if none is open.
+	// Best effort, like Activity.
+	Delta(ctx context.Context, text string) error
+	// Final completes the current assistant message (or a new one) with its
+	// complete text and files: files are uploaded first, then the final
+	// chat.message is put in the durable outbox, pending until the connector
+	// answers accepted or duplicate, retried after reconnects and never
+	// replayed once completed. It returns the message_id once the message is
+	// in the outbox; the next Delta starts a new assistant message.
+	Final(ctx context.Context, text string, files ...OutgoingFile) (messageID string, err error)
+}

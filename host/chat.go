@@ -1,0 +1,342 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/xconn/xconn/delivery"
+	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/store"
+)
+
+// handleChat processes one inbound chat.message or message.push on its
+// channel's ordered worker: catalog filter, inbox dedupe, file download,
+// the Agent, then the ack.
+func (rt *runtime) handleChat(ctx context.Context, s *session, env *protocol.Envelope) {
+	r := s.route(env.ConnectorChannelID)
+	if env.Type == protocol.TypeMessagePush {
+		rt.handlePush(ctx, s, r, env)
+		return
+	}
+	var p protocol.ChatMessagePayload
+	if err := env.DecodePayload(&p); err != nil {
+		s.ack(env, delivery.RejectAck(p.MessageID, protocol.Errorf(protocol.CodeInvalidPacket, "chat.message payload does not decode")))
+		return
+	}
+	if r != nil && !r.neg.Allows(env.Type, protocol.ToHost) {
+		return // outside the negotiated catalog: filtered silently (IM v2 §10)
+	}
+	if r == nil || r.ucID == "" {
+		s.ack(env, delivery.RejectAck(p.MessageID, &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: "channel is not open for messages", Retryable: true}))
+		return
+	}
+	if vs := protocol.ValidatePayload(env, protocol.ToHost); len(vs) > 0 {
+		s.ack(env, delivery.RejectAck(p.MessageID, &protocol.Error{Code: protocol.CodeInvalidPacket, Message: vs.Error()}))
+		return
+	}
+	content := delivery.ContentOf(&p)
+	v, err := rt.h.inbox.Begin(ctx, r.ucID, p.MessageID, content)
+	if err != nil {
+		s.ack(env, delivery.RejectAck(p.MessageID, err))
+		return
+	}
+	if v != delivery.VerdictNew {
+		s.ack(env, v.Ack(p.MessageID))
+		return
+	}
+	msg, err := rt.userMessage(ctx, r, p.MessageID, p.Text, p.Files, protocol.ProfileIMv2)
+	if err == nil {
+		msg.CreatedAt = time.UnixMilli(p.CreatedAt)
+		err = rt.deliver(ctx, msg)
+	}
+	if err != nil {
+		rt.h.inbox.Abort(r.ucID, p.MessageID)
+		s.ack(env, delivery.RejectAck(p.MessageID, err))
+		return
+	}
+	v, err = rt.h.inbox.Commit(ctx, r.ucID, p.MessageID, content)
+	if err != nil {
+		s.ack(env, delivery.RejectAck(p.MessageID, err))
+		return
+	}
+	s.ack(env, v.Ack(p.MessageID))
+}
+
+// handlePush receives a legacy IM v1 message.push: deduplicated by
+// message_id, files downloaded, handed to the Agent. message.push has no ack.
+func (rt *runtime) handlePush(ctx context.Context, s *session, r *route, env *protocol.Envelope) {
+	if r == nil || r.ucID == "" || !r.neg.Allows(env.Type, protocol.ToHost) {
+		return
+	}
+	var p protocol.MessagePushPayload
+	if err := env.DecodePayload(&p); err != nil || p.MessageID == "" {
+		rt.h.log.Warn("host: message.push ignored: bad payload", "card_id", rt.cardID, "channel", r.channelID)
+		return
+	}
+	text := p.Text
+	if text == "" {
+		text = p.Content
+	}
+	if text == "" {
+		text = p.Message
+	}
+	content := delivery.Content{Text: text, Files: p.Files}
+	v, err := rt.h.inbox.Begin(ctx, r.ucID, p.MessageID, content)
+	if err != nil || v != delivery.VerdictNew {
+		return
+	}
+	msg, err := rt.userMessage(ctx, r, p.MessageID, text, p.Files, protocol.ProfileIMv1)
+	if err == nil {
+		msg.Push = &p
+		err = rt.deliver(ctx, msg)
+	}
+	if err != nil {
+		rt.h.inbox.Abort(r.ucID, p.MessageID)
+		rt.h.log.Warn("host: message.push not delivered", "card_id", rt.cardID, "message_id", p.MessageID, "err", err)
+		return
+	}
+	_, _ = rt.h.inbox.Commit(ctx, r.ucID, p.MessageID, content)
+}
+
+// userMessage builds the Agent's message, downloading its files.
+func (rt *runtime) userMessage(ctx context.Context, r *route, messageID, text string, files []protocol.ChatFile, profile protocol.Profile) (*UserMessage, error) {
+	uc, err := rt.h.st.GetUserChannel(ctx, r.ucID)
+	if err != nil {
+		return nil, &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: "user channel not found", Retryable: true}
+	}
+	base, _, _ := rt.view()
+	local, err := rt.h.download(ctx, base, uc.ID, files)
+	if err != nil {
+		return nil, err
+	}
+	return &UserMessage{CardID: rt.cardID, UserChannelID: uc.ID, ChannelID: r.channelID, UserID: uc.UserID,
+		SessionID: uc.SessionID, Profile: profile, MessageID: messageID, Text: text, Files: local}, nil
+}
+
+// deliver hands a message to the Agent; on failure its files are removed.
+func (rt *runtime) deliver(ctx context.Context, msg *UserMessage) error {
+	if rt.h.opts.Agent == nil {
+		return nil
+	}
+	err := rt.h.opts.Agent.HandleMessage(ctx, msg, newReplyStream(rt.h, msg.UserChannelID))
+	if err != nil {
+		for _, f := range msg.Files {
+			_ = os.Remove(f.Path)
+		}
+		if protocol.AsError(err) == nil {
+			return &protocol.Error{Code: protocol.CodeInternal, Message: "agent failed to take the message", Retryable: true}
+		}
+	}
+	return err
+}
+
+// Reply returns a reply stream for proactive assistant output on a user
+// channel (the Agent receives one with each message).
+func (h *Host) Reply(ctx context.Context, userChannelID string) (ReplyStream, error) {
+	if _, _, err := h.channelRuntime(ctx, userChannelID); err != nil {
+		return nil, err
+	}
+	return newReplyStream(h, userChannelID), nil
+}
+
+// replyStream implements ReplyStream for one user channel.
+type replyStream struct {
+	h    *Host
+	ucID string
+
+	mu     chanMutex
+	msgID  string
+	seq    int64
+	broken bool // a delta of the current message was lost: send no more deltas
+}
+
+// chanMutex is a mutex whose Lock honours a context.
+type chanMutex chan struct{}
+
+func (m *chanMutex) lock(ctx context.Context) error {
+	if *m == nil {
+		return errors.New("host: reply stream not initialised")
+	}
+	select {
+	case *m <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (m *chanMutex) unlock() { <-*m }
+
+// live returns the session and route of the channel when it is open now.
+func (rs *replyStream) live(ctx context.Context) (store.UserChannel, *runtime, *session, *route, error) {
+	uc, rt, err := rs.h.channelRuntime(ctx, rs.ucID)
+	if err != nil {
+		return uc, nil, nil, nil, err
+	}
+	s := rt.session()
+	if s == nil {
+		return uc, rt, nil, nil, nil
+	}
+	return uc, rt, s, s.route(uc.ChannelID), nil
+}
+
+// push sends a best-effort packet (activity, delta) when allowed.
+func (rs *replyStream) push(ctx context.Context, typ string, payload any) (bool, error) {
+	_, _, s, r, err := rs.live(ctx)
+	if err != nil {
+		return false, err
+	}
+	if s == nil || r == nil || !r.neg.Allows(typ, protocol.ToConnector) {
+		return false, nil
+	}
+	env := &protocol.Envelope{Schema: protocol.PacketSchema, PacketID: newID("pkt_"), ConnectorChannelID: r.channelID, Type: typ, Time: nowMillis()}
+	if err := env.SetPayload(payload); err != nil {
+		return false, err
+	}
+	if err := s.send(ctx, env); err != nil {
+		return false, nil // best effort
+	}
+	return true, nil
+}
+
+func (rs *replyStream) Activity(ctx context.Context, status protocol.ActivityStatus, toolName string) error {
+	switch {
+	case status == protocol.ActivityTool && (toolName == "" || len(toolName) > protocol.MaxActivityToolNameBytes):
+		return protocol.Errorf(protocol.CodeInvalidPacket, "chat.activity tool needs a tool_name of 1 to %d bytes", protocol.MaxActivityToolNameBytes)
+	case status != protocol.ActivityTool && toolName != "":
+		return protocol.Errorf(protocol.CodeInvalidPacket, "chat.activity %s takes no tool_name", status)
+	case status != protocol.ActivityThinking && status != protocol.ActivityTool && status != protocol.ActivityIdle:
+		return protocol.Errorf(protocol.CodeInvalidPacket, "unknown chat.activity status %q", status)
+	}
+	_, err := rs.push(ctx, protocol.TypeChatActivity, protocol.ChatActivityPayload{Status: status, ToolName: toolName})
+	return err
+}
+
+func (rs *replyStream) Delta(ctx context.Context, text string) error {
+	if err := rs.mu.lock(ctx); err != nil {
+		return err
+	}
+	defer rs.mu.unlock()
+	if rs.msgID == "" {
+		rs.msgID, rs.seq, rs.broken = newID("amsg_"), 0, false
+	}
+	if rs.broken {
+		return nil
+	}
+	rs.seq++
+	sent, err := rs.push(ctx, protocol.TypeChatMessageDelta, protocol.ChatDeltaPayload{MessageID: rs.msgID, Sequence: rs.seq, Text: text})
+	if !sent {
+		rs.broken = true // a gap would be rejected: the final carries the whole text
+	}
+	return err
+}
+
+func (rs *replyStream) Final(ctx context.Context, text string, files ...OutgoingFile) (string, error) {
+	if err := rs.mu.lock(ctx); err != nil {
+		return "", err
+	}
+	defer rs.mu.unlock()
+	id := rs.msgID
+	if id == "" {
+		id = newID("amsg_")
+	}
+	rs.msgID, rs.seq, rs.broken = "", 0, false
+	if text == "" && len(files) == 0 {
+		return "", protocol.Errorf(protocol.CodeInvalidPacket, "a final message needs text or files")
+	}
+	uc, rt, err := rs.h.channelRuntime(ctx, rs.ucID)
+	if err != nil {
+		return "", err
+	}
+	if !rs.channelAllows(rt, uc, protocol.TypeChatMessage) {
+		return id, nil // outside the negotiated catalog: filtered silently
+	}
+	p := protocol.ChatMessagePayload{MessageID: id, Text: text, CreatedAt: nowMillis()}
+	for _, f := range files {
+		cf, err := rs.h.upload(ctx, rt, uc.ChannelID, f)
+		if err != nil {
+			return "", err
+		}
+		p.Files = append(p.Files, cf)
+	}
+	payload, err := json.Marshal(p)
+	if err != nil {
+		return "", err
+	}
+	if _, err := rs.h.outbox.Enqueue(ctx, rs.ucID, id, payload); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// channelAllows checks the negotiated catalog of a channel from its stored
+// Descriptor (so a final can be queued while the channel is offline).
+func (rs *replyStream) channelAllows(rt *runtime, uc store.UserChannel, typ string) bool {
+	d, err := protocol.ParseDescriptor(uc.Descriptor)
+	if err != nil {
+		return false
+	}
+	_, _, card := rt.view()
+	hello := protocol.Negotiate(card, rs.h.opts.SupportedProfiles)
+	return protocol.NegotiateProfiles(d.Connection.Profiles, hello.Profiles()).Allows(typ, protocol.ToConnector)
+}
+
+// sendFinal is the outbox's SendFunc: one attempt to deliver a pending
+// final on the channel's current route, waiting for chat.message.ack.
+func (h *Host) sendFinal(ctx context.Context, e delivery.Entry) error {
+	uc, rt, err := h.channelRuntime(ctx, e.Channel)
+	if err != nil {
+		if errors.Is(err, ErrUnknownChannel) || errors.Is(err, ErrUnknownConnector) {
+			return &protocol.Error{Code: protocol.CodeConnectionNotFound, Message: "user channel no longer exists"}
+		}
+		return err
+	}
+	s := rt.session()
+	if s == nil {
+		return &protocol.Error{Code: CodeOffline, Message: "connector offline", Retryable: true}
+	}
+	r := s.route(uc.ChannelID)
+	if r == nil {
+		return &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: "channel not open", Retryable: true}
+	}
+	if !r.neg.Allows(protocol.TypeChatMessage, protocol.ToConnector) {
+		return &protocol.Error{Code: protocol.CodeUnsupportedPacket, Message: "chat.message is not negotiated on this channel"}
+	}
+	env := &protocol.Envelope{Schema: protocol.PacketSchema, PacketID: newID("pkt_"), ConnectorChannelID: r.channelID,
+		Type: protocol.TypeChatMessage, Time: nowMillis(), Payload: e.Payload}
+	ch := make(chan *protocol.Envelope, 1)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return &protocol.Error{Code: CodeOffline, Message: "connector offline", Retryable: true}
+	}
+	s.chatAcks[env.PacketID] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.chatAcks, env.PacketID)
+		s.mu.Unlock()
+	}()
+	if err := s.send(ctx, env); err != nil {
+		return err
+	}
+	select {
+	case ackEnv := <-ch:
+		var ack protocol.ChatAckPayload
+		if err := ackEnv.DecodePayload(&ack); err != nil || ack.MessageID != e.MessageID || ackEnv.ConnectorChannelID != r.channelID {
+			return &protocol.Error{Code: protocol.CodeInvalidPacket, Message: "chat.message.ack does not match the message", Retryable: true}
+		}
+		return delivery.AckResult(ack)
+	case <-s.done:
+		return &protocol.Error{Code: CodeOffline, Message: "data plane closed before the ack", Retryable: true}
+	case <-ctx.Done():
+		return &protocol.Error{Code: CodeTimeout, Message: "no chat.message.ack in time", Retryable: true}
+	}
+}
+
+func newReplyStream(h *Host, ucID string) *replyStream {
+	return &replyStream{h: h, ucID: ucID, mu: make(chanMutex, 1)}
+}

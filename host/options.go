@@ -1,0 +1,182 @@
+package host
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/xconn/xconn/delivery"
+	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/store"
+)
+
+// Defaults of [Options]. Every bound of the host has one.
+const (
+	// DefaultHealthInterval is the period of the /health probe.
+	DefaultHealthInterval = 30 * time.Second
+	// DefaultHTTPTimeout bounds one control-plane or transfer-plane HTTP request.
+	DefaultHTTPTimeout = 30 * time.Second
+	// DefaultRequestTimeout bounds the wait for the ack of one data-plane request.
+	DefaultRequestTimeout = 30 * time.Second
+	// DefaultToolTimeout bounds the wait for a tool.invoke.ack.
+	DefaultToolTimeout = 2 * time.Minute
+	// DefaultReconnectMin is the first reconnect delay; it doubles per failure.
+	DefaultReconnectMin = 500 * time.Millisecond
+	// DefaultReconnectMax caps the reconnect delay.
+	DefaultReconnectMax = 30 * time.Second
+	// DefaultMaxReconnectFailures is the number of consecutive failed
+	// connection attempts after which reconnecting stops until [Host.Recover].
+	DefaultMaxReconnectFailures = 20
+	// DefaultMaxInFlight bounds the requests awaiting an ack on one socket.
+	DefaultMaxInFlight = 1024
+	// DefaultMaxCardBytes bounds a fetched Card, Skill or health body.
+	DefaultMaxCardBytes = 1 << 20
+	// DefaultMaxFileBytes bounds one downloaded inbound file.
+	DefaultMaxFileBytes = 32 << 20
+	// DefaultMaxFilesPerMessage bounds the files of one chat.message.
+	DefaultMaxFilesPerMessage = 32
+	// DefaultInboundQueue bounds the pushes waiting for dispatch on one socket
+	// and the chat messages waiting in one channel's queue.
+	DefaultInboundQueue = 256
+	// DefaultMaxChannelWorkers bounds the channels processed at once per socket.
+	DefaultMaxChannelWorkers = 1024
+	// DefaultPollInterval is used when a connector gives no poll_interval_millis.
+	DefaultPollInterval = 2 * time.Second
+	// MinPollInterval and MaxPollInterval clamp poll_interval_millis.
+	MinPollInterval = 50 * time.Millisecond
+	MaxPollInterval = 30 * time.Second
+	// DefaultSigninTimeout bounds one sign-in from Connect to a terminal state.
+	DefaultSigninTimeout = 10 * time.Minute
+	// DefaultMaxSignins bounds the sign-ins running at once.
+	DefaultMaxSignins = 1000
+	// DefaultFileRetention is how long downloaded inbound files are kept in
+	// FilesDir before the host deletes them.
+	DefaultFileRetention = 24 * time.Hour
+	// DefaultOutboxQueue is the delivery queue name of the host's assistant finals.
+	DefaultOutboxQueue = "host"
+)
+
+// DefaultSupportedProfiles are the Profiles the host announces in
+// connector.hello when [Options.SupportedProfiles] is empty.
+func DefaultSupportedProfiles() []protocol.Profile {
+	return []protocol.Profile{protocol.ProfileIMv2, protocol.ProfileIMv1, protocol.ProfileDeviceV1}
+}
+
+// Governance decides whether a user may see and call one tool of one
+// connector in one session. It runs for [Host.Tools] and [Host.Invoke] and
+// must be safe for concurrent use.
+type Governance func(ctx context.Context, userID, sessionID, cardID string, tool *protocol.Tool) bool
+
+// PacketObserver sees every data-plane packet the host sends (dir
+// protocol.ToConnector) or receives (protocol.ToHost) on the socket of
+// connector cardID. It runs on the host's goroutines, must return quickly and
+// must not modify env. Payloads may hold secrets (auth.start form input):
+// log types and identifiers, not payloads.
+type PacketObserver func(dir protocol.Direction, cardID string, env *protocol.Envelope)
+
+// Options configures a [Host]. Store is required; every other zero field
+// takes its documented default.
+type Options struct {
+	// Store holds the catalog and the user channels (required). *store.DB
+	// implements it.
+	Store store.HostStore
+	// Delivery holds the outbox of assistant finals and the inbox of
+	// received chat messages. *store.DB implements it; nil uses a bounded
+	// in-memory storage (finals then do not survive a restart).
+	Delivery delivery.Storage
+	// Agent receives user messages (IM v2 chat.message and IM v1
+	// message.push). nil acknowledges messages without handing them on.
+	Agent Agent
+	// Governance filters tools; nil allows every tool.
+	Governance Governance
+	// OnPacket observes every data-plane packet; nil observes nothing.
+	OnPacket PacketObserver
+	// OnEvent observes state changes (health, link, channels, tool progress).
+	// It runs on the host's goroutines and must return quickly.
+	OnEvent func(Event)
+	// Logger receives the host's logs; nil discards them. Wrap its handler
+	// with internal/redact in production; the host never logs API keys,
+	// form input or tokens itself.
+	Logger *slog.Logger
+	// HTTPClient makes control-plane and transfer-plane requests; nil uses a
+	// client with HTTPTimeout.
+	HTTPClient *http.Client
+	// SupportedProfiles are announced in connector.hello (default
+	// [DefaultSupportedProfiles]).
+	SupportedProfiles []protocol.Profile
+	// FilesDir receives downloaded inbound files. "" creates a temporary
+	// directory that Close removes.
+	FilesDir string
+
+	HealthInterval       time.Duration // default DefaultHealthInterval
+	HTTPTimeout          time.Duration // default DefaultHTTPTimeout
+	RequestTimeout       time.Duration // default DefaultRequestTimeout
+	ToolTimeout          time.Duration // default DefaultToolTimeout
+	ReconnectMin         time.Duration // default DefaultReconnectMin
+	ReconnectMax         time.Duration // default DefaultReconnectMax
+	MaxReconnectFailures int           // default DefaultMaxReconnectFailures
+	MaxInFlight          int           // default DefaultMaxInFlight
+	MaxCardBytes         int64         // default DefaultMaxCardBytes
+	MaxFileBytes         int64         // default DefaultMaxFileBytes
+	MaxFilesPerMessage   int           // default DefaultMaxFilesPerMessage
+	InboundQueue         int           // default DefaultInboundQueue
+	MaxChannelWorkers    int           // default DefaultMaxChannelWorkers
+	SigninTimeout        time.Duration // default DefaultSigninTimeout
+	MaxSignins           int           // default DefaultMaxSignins
+	// FileRetention bounds the age of downloaded files in FilesDir (default
+	// DefaultFileRetention); older ones are deleted as new files arrive.
+	FileRetention time.Duration
+	// Outbox tunes the outbox of assistant finals (TTL, capacity, backoff).
+	// Storage, Queue (default DefaultOutboxQueue) and Send are set by the host.
+	Outbox delivery.OutboxOptions
+}
+
+func (o Options) withDefaults() Options {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	defInt := func(d *int, v int) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.HealthInterval, DefaultHealthInterval)
+	def(&o.HTTPTimeout, DefaultHTTPTimeout)
+	def(&o.RequestTimeout, DefaultRequestTimeout)
+	def(&o.ToolTimeout, DefaultToolTimeout)
+	def(&o.ReconnectMin, DefaultReconnectMin)
+	def(&o.ReconnectMax, DefaultReconnectMax)
+	def(&o.SigninTimeout, DefaultSigninTimeout)
+	def(&o.FileRetention, DefaultFileRetention)
+	defInt(&o.MaxSignins, DefaultMaxSignins)
+	if o.ReconnectMax < o.ReconnectMin {
+		o.ReconnectMax = o.ReconnectMin
+	}
+	defInt(&o.MaxReconnectFailures, DefaultMaxReconnectFailures)
+	defInt(&o.MaxInFlight, DefaultMaxInFlight)
+	defInt(&o.MaxFilesPerMessage, DefaultMaxFilesPerMessage)
+	defInt(&o.InboundQueue, DefaultInboundQueue)
+	defInt(&o.MaxChannelWorkers, DefaultMaxChannelWorkers)
+	if o.MaxCardBytes <= 0 {
+		o.MaxCardBytes = DefaultMaxCardBytes
+	}
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if len(o.SupportedProfiles) == 0 {
+		o.SupportedProfiles = DefaultSupportedProfiles()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: o.HTTPTimeout}
+	}
+	if o.Outbox.Queue == "" {
+		o.Outbox.Queue = DefaultOutboxQueue
+	}
+	return o
+}

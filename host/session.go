@@ -1,0 +1,375 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/xconn/xconn/internal/wsconn"
+	"github.com/xconn/xconn/protocol"
+)
+
+// session is one data-plane socket of one connector after (or during)
+// connector.hello: request/ack matching by request_id, chat.message.ack
+// matching by reply_to, the dispatcher of pushes and the ordered per-channel
+// workers. It owns its goroutines; close stops and waits for them.
+type session struct {
+	rt          *runtime
+	conn        *wsconn.Conn
+	connectorID string
+	neg         *protocol.Negotiated
+
+	ctx    context.Context // ends when the socket ends
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	done   chan struct{} // closed once every goroutine of the session stopped
+
+	inbound chan *protocol.Envelope // bounded dispatch queue
+
+	mu       sync.Mutex
+	closed   bool
+	pending  map[string]*pendingReq             // by request_id; bounded by MaxInFlight
+	chatAcks map[string]chan *protocol.Envelope // by packet_id of a sent chat.message
+	routes   map[string]*route                  // open channels, by connector_channel_id
+	workers  map[string]chan *protocol.Envelope // per-channel ordered queues
+}
+
+type pendingReq struct {
+	typ      string
+	channel  string
+	toolID   string
+	ch       chan *protocol.Envelope // capacity 1
+	onAck    func(*protocol.Envelope)
+	progress func(*protocol.ToolProgressPayload)
+}
+
+// dial opens the socket and starts its goroutines; hello is not sent yet.
+func (rt *runtime) dial(ctx context.Context) (*session, error) {
+	base, key, _ := rt.view()
+	u := *base
+	switch u.Scheme {
+	case "https":
+		u.Scheme = "wss"
+	default:
+		u.Scheme = "ws"
+	}
+	header := http.Header{}
+	if key != "" {
+		header.Set("Authorization", "Bearer "+key)
+	}
+	dctx, cancel := context.WithTimeout(ctx, rt.h.opts.RequestTimeout)
+	defer cancel()
+	conn, err := wsconn.Dial(dctx, u.JoinPath(protocol.PathWS).String(), header, wsconn.Options{Logger: rt.h.log})
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", protocol.PathWS, redactURLError(err))
+	}
+	s := &session{rt: rt, conn: conn, done: make(chan struct{}),
+		inbound:  make(chan *protocol.Envelope, rt.h.opts.InboundQueue),
+		pending:  map[string]*pendingReq{},
+		chatAcks: map[string]chan *protocol.Envelope{},
+		routes:   map[string]*route{},
+		workers:  map[string]chan *protocol.Envelope{},
+	}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		defer s.cancel()
+		_ = conn.Run(s.ctx, s.onFrame)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.dispatch()
+	}()
+	go func() {
+		<-s.ctx.Done()
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.wg.Wait()
+		close(s.done)
+	}()
+	return s, nil
+}
+
+// hello sends connector.hello and validates the ack (section 8.1, 8.2).
+func (s *session) hello(ctx context.Context) error {
+	rt := s.rt
+	_, _, card := rt.view()
+	rt.mu.Lock()
+	prevID := rt.entry.ConnectorID
+	rt.mu.Unlock()
+	p := protocol.HelloPayload{ConnectorCardID: rt.cardID, ConnectorID: prevID,
+		ProtocolVersion: protocol.ProtocolVersion, SupportedProfiles: rt.h.opts.SupportedProfiles}
+	env, err := s.request(ctx, protocol.TypeHello, "", p, reqOpts{})
+	if err != nil {
+		return err
+	}
+	var ack protocol.HelloAckPayload
+	if err := env.DecodePayload(&ack); err != nil {
+		return protocol.Errorf(protocol.CodeInvalidPacket, "hello.ack payload: %v", err)
+	}
+	switch {
+	case ack.ConnectorCardID != rt.cardID:
+		return protocol.Errorf(protocol.CodeConnectorCardIDMismatch, "hello.ack connector_card_id %q, want %q", ack.ConnectorCardID, rt.cardID)
+	case ack.ConnectorID == "":
+		return protocol.Errorf(protocol.CodeInvalidPacket, "hello.ack has no connector_id")
+	}
+	if err := protocol.AdmitVersionString(ack.ProtocolVersion); err != nil {
+		return err
+	}
+	if ack.ProtocolVersion != card.ProtocolVersion {
+		return protocol.Errorf(protocol.CodeUnsupportedProtocolVersion, "hello.ack protocol_version %q differs from the Card's %q", ack.ProtocolVersion, card.ProtocolVersion)
+	}
+	s.connectorID = ack.ConnectorID
+	s.neg = protocol.Negotiate(card, rt.h.opts.SupportedProfiles)
+	return nil
+}
+
+// close closes the socket and waits for every goroutine of the session.
+func (s *session) close(reason string) {
+	_ = s.conn.Close(websocket.StatusNormalClosure, reason)
+	s.cancel()
+	<-s.done
+}
+
+type reqOpts struct {
+	timeout  time.Duration
+	toolID   string                   // tool.invoke: correlates tool.progress.push without request_id
+	onAck    func(*protocol.Envelope) // runs on the reader goroutine; must be quick
+	progress func(*protocol.ToolProgressPayload)
+}
+
+// request sends a request packet and waits for its ack, an error packet with
+// the same request_id, the timeout, ctx or the end of the socket.
+func (s *session) request(ctx context.Context, typ, channelID string, payload any, o reqOpts) (*protocol.Envelope, error) {
+	env := &protocol.Envelope{Schema: protocol.PacketSchema, PacketID: newID("pkt_"), RequestID: newID("req_"),
+		ConnectorChannelID: channelID, Type: typ, Time: nowMillis()}
+	if err := env.SetPayload(payload); err != nil {
+		return nil, fmt.Errorf("%s: encode payload: %w", typ, err)
+	}
+	p := &pendingReq{typ: typ, channel: channelID, toolID: o.toolID, ch: make(chan *protocol.Envelope, 1), onAck: o.onAck, progress: o.progress}
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return nil, &protocol.Error{Code: CodeOffline, Message: "data plane closed", Retryable: true}
+	case len(s.pending) >= s.rt.h.opts.MaxInFlight:
+		s.mu.Unlock()
+		return nil, &protocol.Error{Code: protocol.CodeChannelBusy, Message: "too many requests in flight", Retryable: true}
+	}
+	s.pending[env.RequestID] = p
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.pending, env.RequestID)
+		s.mu.Unlock()
+	}()
+	timeout := o.timeout
+	if timeout <= 0 {
+		timeout = s.rt.h.opts.RequestTimeout
+	}
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := s.send(tctx, env); err != nil {
+		return nil, err
+	}
+	select {
+	case reply := <-p.ch:
+		if reply.Type == protocol.TypeError || reply.Error != nil {
+			if pe := protocol.ErrorFromWire(reply.Error); pe != nil {
+				return reply, pe
+			}
+			return reply, protocol.Errorf(protocol.CodeInvalidPacket, "%s: error packet without an error object", typ)
+		}
+		if spec, ok := protocol.LookupPacket(typ); ok && spec.Ack != "" && reply.Type != spec.Ack {
+			return reply, protocol.Errorf(protocol.CodeInvalidPacket, "%s answered with %s", typ, reply.Type)
+		}
+		return reply, nil
+	case <-s.done:
+		return nil, &protocol.Error{Code: CodeOffline, Message: typ + ": data plane closed before the ack", Retryable: true}
+	case <-tctx.Done():
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", typ, ctx.Err())
+		}
+		return nil, &protocol.Error{Code: CodeTimeout, Message: typ + ": no ack within " + timeout.String(), Retryable: true}
+	}
+}
+
+// send enqueues one packet on the socket and reports it to the observer.
+func (s *session) send(ctx context.Context, env *protocol.Envelope) error {
+	s.rt.h.observe(protocol.ToConnector, s.rt.cardID, env)
+	if err := s.conn.Send(ctx, env); err != nil {
+		return &protocol.Error{Code: CodeOffline, Message: env.Type + ": send failed: " + err.Error(), Retryable: true}
+	}
+	return nil
+}
+
+// onFrame runs on the reader goroutine: it matches acks and hands
+// everything else to the dispatcher without blocking.
+func (s *session) onFrame(env *protocol.Envelope, _ []byte, err error) {
+	if err != nil {
+		s.rt.h.log.Warn("host: bad frame from connector", "card_id", s.rt.cardID, "err", err)
+		return
+	}
+	s.rt.h.observe(protocol.ToHost, s.rt.cardID, env)
+	switch {
+	case env.Type == protocol.TypeChatMessageAck:
+		s.mu.Lock()
+		ch := s.chatAcks[env.ReplyTo]
+		delete(s.chatAcks, env.ReplyTo)
+		s.mu.Unlock()
+		if ch != nil {
+			ch <- env // capacity 1, one ack per packet_id
+		}
+		return
+	case env.Type == protocol.TypeToolProgressPush:
+		// Delivered here, before the ack that follows it on the socket.
+		s.progress(env)
+	case env.RequestID != "" && env.Type != protocol.TypePing:
+		s.mu.Lock()
+		p := s.pending[env.RequestID]
+		if p != nil {
+			delete(s.pending, env.RequestID)
+		}
+		s.mu.Unlock()
+		if p != nil {
+			if p.onAck != nil && env.Error == nil && env.Type != protocol.TypeError {
+				p.onAck(env)
+			}
+			p.ch <- env // capacity 1
+			return
+		}
+	}
+	select {
+	case s.inbound <- env:
+	default:
+		s.rt.h.log.Warn("host: inbound queue full; packet dropped", "card_id", s.rt.cardID, "type", env.Type)
+	}
+}
+
+// progress hands a tool.progress.push to the calls it belongs to: the one
+// with its request_id, or else every tool.invoke in flight on its channel
+// for its tool_id.
+func (s *session) progress(env *protocol.Envelope) {
+	var pp protocol.ToolProgressPayload
+	if env.DecodePayload(&pp) != nil {
+		return
+	}
+	var fns []func(*protocol.ToolProgressPayload)
+	s.mu.Lock()
+	if p := s.pending[env.RequestID]; env.RequestID != "" && p != nil {
+		fns = append(fns, p.progress)
+	} else {
+		for _, p := range s.pending {
+			if p.typ == protocol.TypeToolInvoke && p.channel == env.ConnectorChannelID && p.toolID == pp.ToolID {
+				fns = append(fns, p.progress)
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, fn := range fns {
+		if fn != nil {
+			c := pp
+			fn(&c)
+		}
+	}
+}
+
+// dispatch handles pushes in arrival order; chat messages go on to their
+// channel's ordered worker.
+func (s *session) dispatch() {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case env := <-s.inbound:
+			s.handlePush(env)
+		}
+	}
+}
+
+func (s *session) handlePush(env *protocol.Envelope) {
+	h := s.rt.h
+	switch env.Type {
+	case protocol.TypePing:
+		pong := env.Reply(protocol.TypePong)
+		pong.PacketID, pong.Time = newID("pkt_"), nowMillis()
+		_ = s.send(s.ctx, pong)
+	case protocol.TypePong:
+	case protocol.TypeToolProgressPush:
+		var p protocol.ToolProgressPayload
+		if err := env.DecodePayload(&p); err != nil {
+			return
+		}
+		h.emit(Event{Kind: EventToolProgress, CardID: s.rt.cardID, ChannelID: env.ConnectorChannelID, Progress: &p, Detail: p.Status})
+	case protocol.TypeDescriptorPush:
+		s.rt.onDescriptorPush(s.ctx, s, env)
+	case protocol.TypeChatMessage, protocol.TypeMessagePush:
+		s.toWorker(env)
+	case protocol.TypeError:
+		pe := protocol.ErrorFromWire(env.Error)
+		h.log.Warn("host: error packet from connector", "card_id", s.rt.cardID, "channel", env.ConnectorChannelID, "err", pe)
+	default:
+		h.log.Debug("host: unexpected packet ignored", "card_id", s.rt.cardID, "type", env.Type)
+	}
+}
+
+// toWorker queues a chat packet on its channel's ordered worker, starting
+// the worker when needed. A full queue rejects a chat.message as
+// channel_busy (retryable).
+func (s *session) toWorker(env *protocol.Envelope) {
+	ch := env.ConnectorChannelID
+	s.mu.Lock()
+	q, ok := s.workers[ch]
+	if !ok && !s.closed && len(s.workers) < s.rt.h.opts.MaxChannelWorkers {
+		q = make(chan *protocol.Envelope, s.rt.h.opts.InboundQueue)
+		s.workers[ch] = q
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			for {
+				select {
+				case <-s.ctx.Done():
+					return
+				case e := <-q:
+					s.rt.handleChat(s.ctx, s, e)
+				}
+			}
+		}()
+	}
+	s.mu.Unlock()
+	if q != nil {
+		select {
+		case q <- env:
+			return
+		default:
+		}
+	}
+	if env.Type == protocol.TypeChatMessage {
+		var p protocol.ChatMessagePayload
+		_ = env.DecodePayload(&p)
+		s.ack(env, protocol.ChatAckPayload{MessageID: p.MessageID, Status: protocol.AckRejected,
+			Code: string(protocol.CodeChannelBusy), Message: "channel queue full", Retryable: ptr(true)})
+	}
+}
+
+// ack answers a received chat.message.
+func (s *session) ack(msg *protocol.Envelope, p protocol.ChatAckPayload) {
+	env := msg.Reply(protocol.TypeChatMessageAck)
+	env.RequestID = "" // IM v2 acks carry reply_to; request_id only when the message had one
+	if msg.RequestID != "" {
+		env.RequestID = msg.RequestID
+	}
+	env.PacketID, env.Time = newID("pkt_"), nowMillis()
+	if err := env.SetPayload(p); err != nil {
+		return
+	}
+	_ = s.send(s.ctx, env)
+}
+
+func ptr[T any](v T) *T { return &v }
