@@ -136,6 +136,17 @@ func (m *MemoryStorage) OutboxDue(_ context.Context, queue string, now time.Time
 	return heads, nil
 }
 
+// OutboxHead implements [OutboxHeadStorage].
+func (m *MemoryStorage) OutboxHead(_ context.Context, queue, channel string) (Entry, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	list := m.pending[memKey{queue, channel}]
+	if len(list) == 0 {
+		return Entry{}, false, nil
+	}
+	return list[0], true, nil
+}
+
 // OutboxNextAttempt implements [OutboxStorage].
 func (m *MemoryStorage) OutboxNextAttempt(_ context.Context, queue string, after time.Time) (time.Time, bool, error) {
 	m.mu.Lock()

@@ -469,3 +469,43 @@ func TestOutboxOptionsAndRunTwice(t *testing.T) {
 		}
 	})
 }
+
+// TestOutboxWorkerHandsBackABusyChannel: a worker goes on with its
+// channel's next entries (the storage reads one channel's head) but hands
+// the channel back after a bounded run, so that a channel beyond Workers
+// enqueued early is served after at most one run (32 entries), not after
+// the whole long channel; order holds in both.
+func TestOutboxWorkerHandsBackABusyChannel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &recorder{}
+		ob := newOutbox(t, delivery.NewMemoryStorage(0), r, func(o *delivery.OutboxOptions) { o.Workers = 1 })
+		const long = 200
+		for i := range long {
+			enqueue(t, ob, "A", fmt.Sprintf("a%03d", i))
+			if i == 0 {
+				enqueue(t, ob, "B", "b0")
+			}
+		}
+		startOutbox(t, ob)
+		synctest.Wait()
+		got := r.attempts()
+		if len(got) != long+1 {
+			t.Fatalf("%d attempts, want %d", len(got), long+1)
+		}
+		var a []string
+		b := -1
+		for i, k := range got {
+			if k == "B/b0" {
+				b = i
+				continue
+			}
+			a = append(a, k)
+		}
+		if !slices.IsSorted(a) {
+			t.Fatalf("channel A out of order: %v", a)
+		}
+		if b < 1 || b > 32 {
+			t.Fatalf("B/b0 sent at position %d, want after one bounded run of A", b)
+		}
+	})
+}

@@ -56,7 +56,7 @@ func (o *Outbox) Run(ctx context.Context) error {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						o.attempt(ctx, h)
+						o.deliverChannel(ctx, h)
 						done <- h.Channel // never blocks: capacity Workers
 					}()
 				}
@@ -79,17 +79,62 @@ func (o *Outbox) Run(ctx context.Context) error {
 		case <-timer.C:
 		}
 		timer.Stop()
+		// Take every completion and wake-up that is already there, so that
+		// one read of the due heads serves them all (completions of a group
+		// commit arrive together).
+		drainDone(done, inflight)
+		select {
+		case <-o.wake:
+		default:
+		}
 	}
 }
 
-// attempt sends one channel head and records the result.
-func (o *Outbox) attempt(ctx context.Context, h Entry) {
+// drainDone removes from inflight the channels that done already reports,
+// without waiting.
+func drainDone(done <-chan string, inflight map[string]bool) {
+	for {
+		select {
+		case ch := <-done:
+			delete(inflight, ch)
+		default:
+			return
+		}
+	}
+}
+
+// maxRun bounds the entries one worker delivers from its channel before it
+// hands the channel back to Run, so that channels beyond Workers get their
+// turn.
+const maxRun = 32
+
+// deliverChannel sends the head h of its channel and, when the storage can
+// read a channel's head, goes on with the channel's next due entries (at
+// most maxRun in all) while each one reaches a terminal outcome. Run keeps
+// the channel marked in flight meanwhile, so one channel never has two
+// sends at once and its order holds.
+func (o *Outbox) deliverChannel(ctx context.Context, h Entry) {
+	hs, _ := o.opts.Storage.(OutboxHeadStorage)
+	for range maxRun {
+		if !o.attempt(ctx, h) || hs == nil || ctx.Err() != nil {
+			return
+		}
+		next, ok, err := hs.OutboxHead(ctx, h.Queue, h.Channel)
+		if err != nil || !ok || next.NextAttempt.After(o.clock.Now()) {
+			return
+		}
+		h = next
+	}
+}
+
+// attempt sends one channel head and records the result. It reports
+// whether the entry reached a terminal outcome that storage recorded.
+func (o *Outbox) attempt(ctx context.Context, h Entry) bool {
 	now := o.clock.Now()
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	if !now.Before(h.ExpiresAt) { // expiry checked before every send
-		o.finish(bctx, h, Outcome{Kind: OutcomeExpired, Message: "expired before delivery"}, now)
-		return
+		return o.finish(bctx, h, Outcome{Kind: OutcomeExpired, Message: "expired before delivery"}, now)
 	}
 	o.attempts.Add(1)
 	sctx, scancel := context.WithTimeout(ctx, o.opts.AttemptTimeout)
@@ -98,10 +143,10 @@ func (o *Outbox) attempt(ctx context.Context, h Entry) {
 	now = o.clock.Now()
 	switch {
 	case err == nil:
-		o.finish(bctx, h, Outcome{Kind: OutcomeDelivered}, now)
+		return o.finish(bctx, h, Outcome{Kind: OutcomeDelivered}, now)
 	case !IsTemporary(err):
 		pe := protocol.AsError(err)
-		o.finish(bctx, h, Outcome{Kind: OutcomeFailed, Code: pe.Code, Message: pe.Message}, now)
+		return o.finish(bctx, h, Outcome{Kind: OutcomeFailed, Code: pe.Code, Message: pe.Message}, now)
 	default:
 		msg := err.Error()
 		if pe := protocol.AsError(err); pe != nil {
@@ -113,10 +158,13 @@ func (o *Outbox) attempt(ctx context.Context, h Entry) {
 		if _, err := o.opts.Storage.OutboxRetry(bctx, h.Queue, h.Channel, h.MessageID, attempts, next, msg); err != nil {
 			o.setLastError("record retry: " + err.Error())
 		}
+		return false
 	}
 }
 
-func (o *Outbox) finish(ctx context.Context, h Entry, oc Outcome, now time.Time) {
+// finish records a terminal outcome; it reports whether storage recorded
+// it (false on an error or when the entry was no longer pending).
+func (o *Outbox) finish(ctx context.Context, h Entry, oc Outcome, now time.Time) bool {
 	oc.Queue, oc.Channel, oc.MessageID = h.Queue, h.Channel, h.MessageID
 	oc.Attempts, oc.CreatedAt, oc.ExpiresAt, oc.At = h.Attempts, h.CreatedAt, h.ExpiresAt, now
 	if oc.Kind == OutcomeDelivered || oc.Kind == OutcomeFailed {
@@ -125,11 +173,12 @@ func (o *Outbox) finish(ctx context.Context, h Entry, oc Outcome, now time.Time)
 	ok, err := o.opts.Storage.OutboxFinish(ctx, oc)
 	if err != nil {
 		o.setLastError("record outcome: " + err.Error())
-		return
+		return false
 	}
 	if ok {
 		o.observe(oc)
 	}
+	return ok
 }
 
 // sweep expires entries in bounded batches and prunes the history.

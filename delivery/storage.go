@@ -56,6 +56,16 @@ type OutboxStorage interface {
 	OutboxDeleteChannel(ctx context.Context, queue, channel string) (int, error)
 }
 
+// OutboxHeadStorage is an optional extension of [OutboxStorage]: a storage
+// that can read one channel's head lets a delivery worker go on with the
+// next entry of the channel it just delivered, without a new read of every
+// channel's head. *store.DB and *MemoryStorage implement it.
+type OutboxHeadStorage interface {
+	// OutboxHead returns the head of a channel (its pending entry with the
+	// lowest Seq); ok is false when the channel has no pending entry.
+	OutboxHead(ctx context.Context, queue, channel string) (e Entry, ok bool, err error)
+}
+
 // InboxRecord is the receiver's record that one message_id was completed:
 // every side effect done, the ack sent or about to be sent.
 type InboxRecord struct {

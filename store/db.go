@@ -35,6 +35,10 @@ type DB struct {
 	r    *sql.DB
 	aead *sealer
 	opts Options
+	// hot holds the statements of the delivery hot path (see hot.go).
+	hot hotStmts
+	// gc batches the hot write transactions on SQLite; nil on PostgreSQL.
+	gc *committer
 }
 
 // Open opens the store named by dsn and applies the pending migrations:
@@ -77,6 +81,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	if err := db.prepareHot(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if db.dialect == dialectSQLite {
+		db.gc = newCommitter(db.w, opts.GroupCommitMax, opts.GroupCommitDelay)
+	}
 	return db, nil
 }
 
@@ -109,12 +120,20 @@ func (db *DB) openSQLite(path string) error {
 		return fmt.Errorf("store: open sqlite: %w", err)
 	}
 	r.SetMaxOpenConns(db.opts.MaxOpenConns)
+	// Keep the readers open: a new SQLite connection costs its open, its
+	// pragmas and a fresh prepare of every statement it runs.
+	r.SetMaxIdleConns(db.opts.MaxOpenConns)
 	db.w, db.r = w, r
 	return nil
 }
 
-// Close closes the database handles.
+// Close waits for the batched writes in progress, then closes the
+// database handles. Operations after Close fail.
 func (db *DB) Close() error {
+	if db.gc != nil {
+		db.gc.close()
+	}
+	db.closeHot()
 	err := db.w.Close()
 	if db.r != db.w {
 		err = errors.Join(err, db.r.Close())

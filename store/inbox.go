@@ -20,8 +20,7 @@ func scanInbox(s interface{ Scan(...any) error }) (delivery.InboxRecord, error) 
 
 // InboxGet implements delivery.InboxStorage.
 func (db *DB) InboxGet(ctx context.Context, queue, channel, messageID string) (delivery.InboxRecord, bool, error) {
-	r, err := scanInbox(db.r.QueryRowContext(ctx, db.q(`SELECT queue, channel, message_id, hash, at FROM inbox
-		WHERE queue = ? AND channel = ? AND message_id = ?`), queue, channel, messageID))
+	r, err := scanInbox(rRow(ctx, db.r, &db.hot.rInbox, queue, channel, messageID))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return delivery.InboxRecord{}, false, nil
@@ -31,19 +30,19 @@ func (db *DB) InboxGet(ctx context.Context, queue, channel, messageID string) (d
 	return r, true, nil
 }
 
-// InboxPut implements delivery.InboxStorage.
+// InboxPut implements delivery.InboxStorage (group committed on SQLite:
+// it returns after the record is committed).
 func (db *DB) InboxPut(ctx context.Context, r delivery.InboxRecord, maxPerChannel int) (delivery.InboxRecord, bool, error) {
 	var existing delivery.InboxRecord
 	var inserted bool
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, db.q(`INSERT INTO inbox (queue, channel, message_id, hash, at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (queue, channel, message_id) DO NOTHING`), r.Queue, r.Channel, r.MessageID, r.Hash, ts(r.At))
+	err := db.batch(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		existing, inserted = delivery.InboxRecord{}, false
+		res, err := txExec(ctx, tx, &db.hot.inInsert, r.Queue, r.Channel, r.MessageID, r.Hash, ts(r.At))
 		if err != nil {
 			return fmt.Errorf("store: inbox put: %w", err)
 		}
 		if inserted = affected(res) > 0; !inserted {
-			existing, err = scanInbox(tx.QueryRowContext(ctx, db.q(`SELECT queue, channel, message_id, hash, at FROM inbox
-				WHERE queue = ? AND channel = ? AND message_id = ?`), r.Queue, r.Channel, r.MessageID))
+			existing, err = scanInbox(txRow(ctx, tx, &db.hot.inLookup, r.Queue, r.Channel, r.MessageID))
 			if err != nil {
 				return fmt.Errorf("store: inbox put: %w", err)
 			}
@@ -53,7 +52,7 @@ func (db *DB) InboxPut(ctx context.Context, r delivery.InboxRecord, maxPerChanne
 			return nil
 		}
 		var n int
-		if err := tx.QueryRowContext(ctx, db.q(`SELECT COUNT(*) FROM inbox WHERE queue = ? AND channel = ?`), r.Queue, r.Channel).Scan(&n); err != nil {
+		if err := txRow(ctx, tx, &db.hot.inCount, r.Queue, r.Channel).Scan(&n); err != nil {
 			return fmt.Errorf("store: inbox put: %w", err)
 		}
 		if n <= maxPerChannel {
@@ -93,4 +92,6 @@ var (
 	_ HostStore        = (*DB)(nil)
 	_ Leaser           = (*DB)(nil)
 	_ delivery.Storage = (*DB)(nil)
+
+	_ delivery.OutboxHeadStorage = (*DB)(nil)
 )

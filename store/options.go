@@ -52,6 +52,15 @@ type Options struct {
 	// MaxOpenConns bounds the PostgreSQL pool (default 10). SQLite uses
 	// one writer connection and up to this many readers.
 	MaxOpenConns int
+	// GroupCommitMax bounds the write operations of the delivery engine
+	// (outbox enqueue, finish, retry; inbox put) that SQLite commits in one
+	// transaction, and the operations waiting for it (default 256).
+	GroupCommitMax int
+	// GroupCommitDelay is how long the SQLite committer waits for more
+	// operations before a commit when the previous commit held more than
+	// one (default DefaultGroupCommitDelay; negative: never wait). A lone
+	// caller never waits.
+	GroupCommitDelay time.Duration
 	// Now supplies the time for timestamps and leases (default time.Now).
 	Now func() time.Time
 }
@@ -71,8 +80,12 @@ func (o Options) withDefaults() Options {
 	def(&o.MaxUserChannels, DefaultMaxUserChannels)
 	def(&o.MaxLeases, DefaultMaxLeases)
 	def(&o.MaxOpenConns, DefaultMaxOpenConns)
+	def(&o.GroupCommitMax, DefaultGroupCommitMax)
 	if o.ToolCallAge <= 0 {
 		o.ToolCallAge = DefaultToolCallAge
+	}
+	if o.GroupCommitDelay == 0 {
+		o.GroupCommitDelay = DefaultGroupCommitDelay
 	}
 	if o.Now == nil {
 		o.Now = time.Now

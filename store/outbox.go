@@ -41,10 +41,7 @@ func scanOutcome(s interface{ Scan(...any) error }) (delivery.Outcome, error) {
 }
 
 func (db *DB) recordOutcome(ctx context.Context, tx *sql.Tx, o delivery.Outcome) error {
-	_, err := tx.ExecContext(ctx, db.q(`INSERT INTO outbox_outcomes (`+outcomeCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (queue, channel, message_id) DO UPDATE SET kind = excluded.kind, code = excluded.code,
-		message = excluded.message, attempts = excluded.attempts, created_at = excluded.created_at,
-		expires_at = excluded.expires_at, at = excluded.at`),
+	_, err := txExec(ctx, tx, &db.hot.ocUpsert,
 		o.Queue, o.Channel, o.MessageID, string(o.Kind), string(o.Code), o.Message, o.Attempts, ts(o.CreatedAt), ts(o.ExpiresAt), ts(o.At))
 	if err != nil {
 		return fmt.Errorf("store: record outcome: %w", err)
@@ -75,41 +72,47 @@ func (db *DB) dropEntries(ctx context.Context, tx *sql.Tx, kind delivery.Outcome
 	return out, nil
 }
 
-// OutboxEnqueue implements delivery.OutboxStorage.
+// OutboxEnqueue implements delivery.OutboxStorage. On SQLite it is group
+// committed (see groupcommit.go): it returns after its transaction
+// committed.
 func (db *DB) OutboxEnqueue(ctx context.Context, e delivery.Entry, capacity int, now time.Time) (delivery.EnqueueResult, error) {
 	var res delivery.EnqueueResult
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err := db.batch(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res = delivery.EnqueueResult{}
 		if err := db.lock(ctx, tx, "outbox:"+e.Queue+"\x00"+e.Channel); err != nil {
 			return err
 		}
-		cur, err := scanEntry(tx.QueryRowContext(ctx, db.q(`SELECT `+outboxCols+` FROM outbox WHERE queue = ? AND channel = ? AND message_id = ?`),
-			e.Queue, e.Channel, e.MessageID))
-		switch {
-		case err == nil:
+		var pending, done bool
+		var minExp sql.NullInt64
+		var n int
+		if err := txRow(ctx, tx, &db.hot.obProbe, e.Queue, e.Channel, e.MessageID).Scan(&pending, &done, &minExp, &n); err != nil {
+			return fmt.Errorf("store: enqueue: %w", err)
+		}
+		if pending {
+			cur, err := scanEntry(txRow(ctx, tx, &db.hot.obLookup, e.Queue, e.Channel, e.MessageID))
+			if err != nil {
+				return fmt.Errorf("store: enqueue: %w", err)
+			}
 			res.Status, res.Entry = delivery.AlreadyPending, cur
 			return nil
-		case !errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("store: enqueue: %w", err)
 		}
-		o, err := scanOutcome(tx.QueryRowContext(ctx, db.q(`SELECT `+outcomeCols+` FROM outbox_outcomes WHERE queue = ? AND channel = ? AND message_id = ?`),
-			e.Queue, e.Channel, e.MessageID))
-		switch {
-		case err == nil:
+		if done {
+			o, err := scanOutcome(txRow(ctx, tx, &db.hot.ocLookup, e.Queue, e.Channel, e.MessageID))
+			if err != nil {
+				return fmt.Errorf("store: enqueue: %w", err)
+			}
 			res.Status, res.Outcome = delivery.AlreadyDone, o
 			return nil
-		case !errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("store: enqueue: %w", err)
 		}
-		expired, err := db.dropEntries(ctx, tx, delivery.OutcomeExpired, "", "expired before delivery", now,
-			`SELECT seq FROM outbox WHERE queue = ? AND channel = ? AND expires_at <= ?`, e.Queue, e.Channel, ts(now))
-		if err != nil {
-			return err
-		}
-		res.Dropped = expired
-		var n int
-		if err := tx.QueryRowContext(ctx, db.q(`SELECT COUNT(*) FROM outbox WHERE queue = ? AND channel = ?`), e.Queue, e.Channel).Scan(&n); err != nil {
-			return fmt.Errorf("store: enqueue: %w", err)
+		// Expiry is checked at enqueue; the delete runs only when due.
+		if minExp.Valid && minExp.Int64 <= ts(now) {
+			expired, err := db.dropEntries(ctx, tx, delivery.OutcomeExpired, "", "expired before delivery", now,
+				`SELECT seq FROM outbox WHERE queue = ? AND channel = ? AND expires_at <= ?`, e.Queue, e.Channel, ts(now))
+			if err != nil {
+				return err
+			}
+			res.Dropped = expired
+			n -= len(expired)
 		}
 		if capacity > 0 && n >= capacity {
 			evicted, err := db.dropEntries(ctx, tx, delivery.OutcomeEvicted, delivery.CodeCapacityExceeded, "channel outbox full", now,
@@ -119,8 +122,7 @@ func (db *DB) OutboxEnqueue(ctx context.Context, e delivery.Entry, capacity int,
 			}
 			res.Dropped = append(res.Dropped, evicted...)
 		}
-		if err := tx.QueryRowContext(ctx, db.q(`INSERT INTO outbox (queue, channel, message_id, payload, created_at, expires_at, attempts, next_attempt, last_error)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`),
+		if err := txRow(ctx, tx, &db.hot.obInsert,
 			e.Queue, e.Channel, e.MessageID, nonNil(e.Payload), ts(e.CreatedAt), ts(e.ExpiresAt), e.Attempts, ts(e.NextAttempt), e.LastError).Scan(&e.Seq); err != nil {
 			return fmt.Errorf("store: enqueue: %w", err)
 		}
@@ -143,19 +145,29 @@ const isHead = `NOT EXISTS (SELECT 1 FROM outbox p WHERE p.queue = o.queue AND p
 // OutboxDue implements delivery.OutboxStorage. It walks index outbox_due
 // in NextAttempt order and keeps the channel heads.
 func (db *DB) OutboxDue(ctx context.Context, queue string, now time.Time, limit int) ([]delivery.Entry, error) {
-	rows, err := db.r.QueryContext(ctx, db.q(`SELECT `+outboxColsO+` FROM outbox o WHERE o.queue = ? AND o.next_attempt <= ? AND `+isHead+`
-		ORDER BY o.next_attempt, o.seq LIMIT ?`), queue, ts(now), max(limit, 0))
+	rows, err := rQuery(ctx, db.r, &db.hot.rDue, queue, ts(now), max(limit, 0))
 	if err != nil {
 		return nil, fmt.Errorf("store: outbox due: %w", err)
 	}
 	return collect(rows, scanEntry, "outbox due")
 }
 
+// OutboxHead implements delivery.OutboxHeadStorage (index outbox_channel).
+func (db *DB) OutboxHead(ctx context.Context, queue, channel string) (delivery.Entry, bool, error) {
+	e, err := scanEntry(rRow(ctx, db.r, &db.hot.rHead, queue, channel))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return delivery.Entry{}, false, nil
+	case err != nil:
+		return delivery.Entry{}, false, fmt.Errorf("store: outbox head: %w", err)
+	}
+	return e, true, nil
+}
+
 // OutboxNextAttempt implements delivery.OutboxStorage.
 func (db *DB) OutboxNextAttempt(ctx context.Context, queue string, after time.Time) (time.Time, bool, error) {
 	var next sql.NullInt64
-	if err := db.r.QueryRowContext(ctx, db.q(`SELECT o.next_attempt FROM outbox o WHERE o.queue = ? AND o.next_attempt > ? AND `+isHead+`
-		ORDER BY o.next_attempt LIMIT 1`), queue, ts(after)).Scan(&next); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := rRow(ctx, db.r, &db.hot.rNext, queue, ts(after)).Scan(&next); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, false, fmt.Errorf("store: outbox next attempt: %w", err)
 	}
 	if !next.Valid {
@@ -164,14 +176,18 @@ func (db *DB) OutboxNextAttempt(ctx context.Context, queue string, after time.Ti
 	return fromTS(next.Int64), true, nil
 }
 
-// OutboxRetry implements delivery.OutboxStorage.
+// OutboxRetry implements delivery.OutboxStorage (group committed on SQLite).
 func (db *DB) OutboxRetry(ctx context.Context, queue, channel, messageID string, attempts int, next time.Time, lastErr string) (bool, error) {
-	res, err := db.w.ExecContext(ctx, db.q(`UPDATE outbox SET attempts = ?, next_attempt = ?, last_error = ?
-		WHERE queue = ? AND channel = ? AND message_id = ?`), attempts, ts(next), lastErr, queue, channel, messageID)
-	if err != nil {
-		return false, fmt.Errorf("store: outbox retry: %w", err)
-	}
-	return affected(res) > 0, nil
+	var ok bool
+	err := db.batch(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := txExec(ctx, tx, &db.hot.obRetry, attempts, ts(next), lastErr, queue, channel, messageID)
+		if err != nil {
+			return fmt.Errorf("store: outbox retry: %w", err)
+		}
+		ok = affected(res) > 0
+		return nil
+	})
+	return ok, err
 }
 
 // OutboxReschedule implements delivery.OutboxStorage.
@@ -184,11 +200,12 @@ func (db *DB) OutboxReschedule(ctx context.Context, queue, channel string, at ti
 	return nil
 }
 
-// OutboxFinish implements delivery.OutboxStorage.
+// OutboxFinish implements delivery.OutboxStorage (group committed on
+// SQLite: it returns after the outcome is committed).
 func (db *DB) OutboxFinish(ctx context.Context, o delivery.Outcome) (bool, error) {
 	var ok bool
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, db.q(`DELETE FROM outbox WHERE queue = ? AND channel = ? AND message_id = ?`), o.Queue, o.Channel, o.MessageID)
+	err := db.batch(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := txExec(ctx, tx, &db.hot.obDelete, o.Queue, o.Channel, o.MessageID)
 		if err != nil {
 			return fmt.Errorf("store: outbox finish: %w", err)
 		}
@@ -215,7 +232,7 @@ func (db *DB) OutboxExpire(ctx context.Context, queue string, now time.Time, lim
 // OutboxPending implements delivery.OutboxStorage.
 func (db *DB) OutboxPending(ctx context.Context, queue string) (int, error) {
 	var n int
-	if err := db.r.QueryRowContext(ctx, db.q(`SELECT COUNT(*) FROM outbox WHERE queue = ?`), queue).Scan(&n); err != nil {
+	if err := rRow(ctx, db.r, &db.hot.rPending, queue).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: outbox pending: %w", err)
 	}
 	return n, nil
@@ -223,8 +240,7 @@ func (db *DB) OutboxPending(ctx context.Context, queue string) (int, error) {
 
 // OutboxOutcome implements delivery.OutboxStorage.
 func (db *DB) OutboxOutcome(ctx context.Context, queue, channel, messageID string) (delivery.Outcome, bool, error) {
-	o, err := scanOutcome(db.r.QueryRowContext(ctx, db.q(`SELECT `+outcomeCols+` FROM outbox_outcomes WHERE queue = ? AND channel = ? AND message_id = ?`),
-		queue, channel, messageID))
+	o, err := scanOutcome(rRow(ctx, db.r, &db.hot.rOutcome, queue, channel, messageID))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return delivery.Outcome{}, false, nil

@@ -1,0 +1,262 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Group commit (SQLite). The hot write operations of the delivery engine
+// (outbox enqueue, finish and retry, inbox put) are handed to one committer
+// goroutine that runs every operation waiting at that moment in one
+// transaction and commits once. A caller returns only after the COMMIT of
+// its batch returned, so what it was told is stored is in the WAL: with
+// synchronous=NORMAL a committed transaction survives a crash of the
+// process (SIGKILL included); only an operating system crash or power loss
+// can lose the last commits.
+//
+// While one commit runs the next operations queue up, so concurrent callers
+// share the cost of one commit. A lone caller never waits; after a batch of
+// waitAfter operations or more the committer waits up to delay for more.
+
+// DefaultGroupCommitMax is the default of [Options.GroupCommitMax].
+const DefaultGroupCommitMax = 256
+
+// DefaultGroupCommitDelay is the default of [Options.GroupCommitDelay].
+const DefaultGroupCommitDelay = 200 * time.Microsecond
+
+// waitAfter is the size of a batch from which the committer waits for the
+// next batch to fill: smaller batches mean a caller or two, who would only
+// lose time.
+const waitAfter = 4
+
+// errClosed is returned by operations submitted after Close.
+var errClosed = errors.New("store: closed")
+
+// gcOp is one operation waiting for the committer.
+type gcOp struct {
+	ctx  context.Context
+	f    func(ctx context.Context, tx *sql.Tx) error
+	done chan error // capacity 1
+}
+
+// committer owns the goroutine that runs batched write transactions on
+// the single SQLite writer connection. Its methods are safe for concurrent
+// use.
+type committer struct {
+	w       *sql.DB
+	maxOps  int
+	delay   time.Duration
+	ops     chan *gcOp // bounded: maxOps
+	quit    chan struct{}
+	stopped chan struct{}
+
+	mu     sync.RWMutex // guards closed against sends in flight
+	closed bool
+
+	// batches and batched count the committed transactions and the operations
+	// in them (for benchmarks: batched/batches is the mean batch size).
+	batches, batched atomic.Int64
+}
+
+// newCommitter starts the committer goroutine; close stops it.
+func newCommitter(w *sql.DB, maxOps int, delay time.Duration) *committer {
+	c := &committer{w: w, maxOps: maxOps, delay: delay, ops: make(chan *gcOp, maxOps),
+		quit: make(chan struct{}), stopped: make(chan struct{})}
+	go c.loop()
+	return c
+}
+
+// do runs f in a batched write transaction and returns f's error, or the
+// error of the transaction. f must use only tx (the writer connection is
+// held by the batch) and must not keep tx. When do returns nil the effects
+// of f are committed.
+func (c *committer) do(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error) error {
+	op := &gcOp{ctx: ctx, f: f, done: make(chan error, 1)}
+	c.mu.RLock()
+	if c.closed {
+		c.mu.RUnlock()
+		return errClosed
+	}
+	select {
+	case c.ops <- op:
+	case <-ctx.Done():
+		c.mu.RUnlock()
+		return ctx.Err()
+	}
+	c.mu.RUnlock()
+	// Every queued operation is answered, also while closing; the batch is
+	// bounded, so this wait is too.
+	return <-op.done
+}
+
+// close stops accepting operations, lets the committer finish the queued
+// ones and waits for it.
+func (c *committer) close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		<-c.stopped
+		return
+	}
+	c.closed = true
+	c.mu.Unlock()
+	close(c.quit)
+	<-c.stopped
+}
+
+func (c *committer) loop() {
+	defer close(c.stopped)
+	batch := make([]*gcOp, 0, c.maxOps)
+	last := 0 // size of the previous batch
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case op := <-c.ops:
+			batch = append(batch[:0], op)
+		case <-c.quit:
+			// No sender is left (closed is set under the lock); run what
+			// is queued, then stop.
+			for {
+				batch = batch[:0]
+				for len(batch) < c.maxOps {
+					select {
+					case op := <-c.ops:
+						batch = append(batch, op)
+						continue
+					default:
+					}
+					break
+				}
+				if len(batch) == 0 {
+					return
+				}
+				c.run(batch)
+			}
+		}
+	fill:
+		for len(batch) < c.maxOps {
+			select {
+			case op := <-c.ops:
+				batch = append(batch, op)
+			default:
+				break fill
+			}
+		}
+		// Under concurrency (the last batch held waitAfter operations or
+		// more) wait up to delay for more, so that one commit serves more.
+		if c.delay > 0 && last >= waitAfter && len(batch) < c.maxOps {
+			timer.Reset(c.delay)
+		wait:
+			for len(batch) < c.maxOps {
+				select {
+				case op := <-c.ops:
+					batch = append(batch, op)
+				case <-timer.C:
+					break wait
+				}
+			}
+			timer.Stop()
+		}
+		last = len(batch)
+		c.run(batch)
+		clear(batch)
+	}
+}
+
+// run executes batch in one transaction and answers every operation. When
+// an operation fails, the transaction is rolled back (so the failed
+// operation leaves nothing behind) and the others run again, one
+// transaction each; operations reset their results when they start, so a
+// second run is safe.
+func (c *committer) run(batch []*gcOp) {
+	if len(batch) == 1 {
+		batch[0].done <- c.runOne(batch[0])
+		return
+	}
+	errs := make([]error, len(batch))
+	// The transaction and the statements of the batch are not cancelled by
+	// one caller's context: interrupting SQLite inside an explicit
+	// transaction may roll back all of it. Each caller's context is checked
+	// before its operation starts.
+	tx, err := c.w.BeginTx(context.Background(), nil)
+	if err != nil {
+		err = fmt.Errorf("store: begin: %w", err)
+		for _, op := range batch {
+			op.done <- err
+		}
+		return
+	}
+	failed := -1
+	for i, op := range batch {
+		if errs[i] = op.ctx.Err(); errs[i] != nil {
+			continue
+		}
+		if errs[i] = op.f(context.WithoutCancel(op.ctx), tx); errs[i] != nil {
+			failed = i
+			break
+		}
+	}
+	if failed >= 0 {
+		tx.Rollback()
+		for i, op := range batch {
+			switch {
+			case i == failed || errs[i] != nil && i < failed:
+				op.done <- errs[i]
+			default:
+				op.done <- c.runOne(op)
+			}
+		}
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		err = fmt.Errorf("store: commit: %w", err)
+		for _, op := range batch {
+			op.done <- err
+		}
+		return
+	}
+	c.batches.Add(1)
+	c.batched.Add(int64(len(batch)))
+	for i, op := range batch {
+		op.done <- errs[i]
+	}
+}
+
+// runOne executes one operation in a transaction of its own.
+func (c *committer) runOne(op *gcOp) error {
+	if err := op.ctx.Err(); err != nil {
+		return err
+	}
+	tx, err := c.w.BeginTx(context.Background(), nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	if err := op.f(context.WithoutCancel(op.ctx), tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	c.batches.Add(1)
+	c.batched.Add(1)
+	return nil
+}
+
+// batch runs f in one write transaction: through the group committer on
+// SQLite, in a transaction of its own on PostgreSQL (whose advisory locks
+// must not be held across unrelated operations). On success f's effects
+// are committed.
+func (db *DB) batch(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error) error {
+	if db.gc == nil {
+		return db.tx(ctx, func(tx *sql.Tx) error { return f(ctx, tx) })
+	}
+	return db.gc.do(ctx, f)
+}
