@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xconn/xconn/internal/bench"
+)
+
+// newBenchCmd returns "xconn bench": the in-process benchmark of the
+// connector SDK and the host against baselines measured in the same run.
+func newBenchCmd() *cobra.Command {
+	var (
+		scenarios []string
+		cfg       bench.Config
+		asJSON    bool
+		quiet     bool
+		cpuProf   string
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure xconn in one process over loopback against raw WebSocket, SQLite and HTTP baselines",
+		Long: `Run the benchmark scenarios of xconn in this process over loopback, each next to
+the baseline it is compared with (raw coder/websocket echo, plain SQLite
+transactions, plain HTTP io.Copy), and print throughput, p50/p99 latency,
+allocations per operation, peak RSS and the ratio to the baseline.
+
+Scenarios: ` + strings.Join(bench.Names(), ", ") + `.
+With default flags the whole run takes under three minutes on two cores.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !quiet {
+				cfg.Progress = cmd.ErrOrStderr()
+			}
+			if cpuProf != "" {
+				stop, err := startCPUProfile(cpuProf)
+				if err != nil {
+					return &exitError{code: 1, err: err}
+				}
+				defer stop()
+			}
+			rep, err := bench.Run(cmd.Context(), cfg, scenarios...)
+			if err != nil {
+				if rep == nil {
+					return err // unknown scenario: a usage error
+				}
+				return &exitError{code: 1, err: err}
+			}
+			rep.Command = "xconn " + strings.Join(os.Args[1:], " ")
+			out := cmd.OutOrStdout()
+			if asJSON {
+				err = rep.WriteJSON(out)
+			} else {
+				err = rep.WriteTable(out)
+			}
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			for _, r := range rep.Results {
+				if r.Error != "" {
+					return &exitError{code: 1, err: fmt.Errorf("scenario %s failed: %s", r.Name, r.Error)}
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&scenarios, "scenario", nil, "scenario to run (repeatable; default all): "+strings.Join(bench.Names(), ", "))
+	f.DurationVar(&cfg.Duration, "duration", bench.DefaultDuration, "measured time of each throughput scenario")
+	f.DurationVar(&cfg.Warmup, "warmup", bench.DefaultWarmup, "unmeasured warm-up before each measurement")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.IntVar(&cfg.InFlight, "inflight", bench.DefaultInFlight, "requests in flight for invoke, ping and the echo baseline")
+	f.IntVar(&cfg.InvokeChannels, "invoke-channels", bench.DefaultInvokeChannels, "channels the invoke scenario spreads its calls over")
+	f.IntVar(&cfg.MessageSize, "message-size", bench.DefaultMessageSize, "text bytes of tool arguments and chat messages")
+	f.IntVar(&cfg.Channels, "channels", bench.DefaultChannels, "channels opened by the channels scenario")
+	f.Int64Var(&cfg.FileSize, "file-size", bench.DefaultFileSize, "bytes moved each way by the files scenario")
+	f.IntVar(&cfg.ChatChannels, "chat-channels", bench.DefaultChatChannels, "channels the inbound and outbound messages are spread over")
+	f.IntVar(&cfg.HostChannels, "host-channels", bench.DefaultHostChannels, "channels the channels scenario signs in through the host")
+	f.DurationVar(&cfg.ChannelsBudget, "channels-budget", bench.DefaultChannelsBudget, "time bound of each phase of the channels scenario")
+	f.StringVar(&cpuProf, "cpuprofile", "", "write a CPU profile of the run to this file (read it with go tool pprof -top)")
+	f.StringVar(&cfg.Dir, "dir", "", "directory for SQLite and transfer files (default: a temporary directory)")
+	f.BoolVar(&quiet, "quiet", false, "do not print progress to stderr")
+	return cmd
+}
+
+// startCPUProfile starts a CPU profile into path and returns its stop
+// function.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
+}

@@ -1,0 +1,170 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// tinyConfig runs every scenario in seconds.
+func tinyConfig(t *testing.T) Config {
+	return Config{Duration: 150 * time.Millisecond, Warmup: 30 * time.Millisecond, InFlight: 4,
+		Channels: 40, HostChannels: 10, FileSize: 1 << 20, SlowChannels: []int{1, 2},
+		HandlerLatency: 2 * time.Millisecond, PingInterval: 5 * time.Millisecond, ChatChannels: 2,
+		Dir: t.TempDir()}
+}
+
+// TestRunEveryScenario runs the whole registry once with tiny sizes so that
+// the harness keeps working; it checks structure, never speed.
+func TestRunEveryScenario(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, tinyConfig(t))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	want := []string{nameWSEcho, "invoke", "invoke-sdk", "ping", "invoke-slow/1", "invoke-slow/2",
+		nameSQLiteSingle, nameSQLiteBatch, "inbound", "outbound", "channels-sdk", "channels-host",
+		nameHTTPCopy, "files-upload", "files-download"}
+	var got []string
+	for _, r := range rep.Results {
+		got = append(got, r.Name)
+		if r.Error != "" {
+			t.Errorf("%s: %s", r.Name, r.Error)
+			continue
+		}
+		if r.Ops <= 0 || r.Rate <= 0 {
+			t.Errorf("%s: ops %d rate %v, want > 0", r.Name, r.Ops, r.Rate)
+		}
+		if r.Baseline != "" && r.Ratio <= 0 {
+			t.Errorf("%s: baseline %s but no ratio", r.Name, r.Baseline)
+		}
+		if r.PeakRSS <= 0 {
+			t.Errorf("%s: peak RSS %d", r.Name, r.PeakRSS)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("rows = %v\nwant %v", got, want)
+	}
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range want {
+		if !strings.Contains(table.String(), n) {
+			t.Errorf("table lacks %s:\n%s", n, table.String())
+		}
+	}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatalf("JSON report does not decode: %v", err)
+	}
+	if len(back.Results) != len(rep.Results) || back.Results[1].Ratio != rep.Results[1].Ratio {
+		t.Errorf("JSON round trip changed the report")
+	}
+}
+
+func TestRunSelectsBaselines(t *testing.T) {
+	cfg := tinyConfig(t)
+	rep, err := Run(context.Background(), cfg, "ping")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range rep.Results {
+		names = append(names, r.Name)
+	}
+	if !slices.Equal(names, []string{nameWSEcho, "ping"}) {
+		t.Errorf("rows = %v, want the ws-echo baseline then ping", names)
+	}
+	if _, err := Run(context.Background(), cfg, "nope"); err == nil || !strings.Contains(err.Error(), "unknown scenario") {
+		t.Errorf("unknown scenario: err = %v", err)
+	}
+}
+
+func TestHistogramQuantiles(t *testing.T) {
+	tests := []struct {
+		name    string
+		samples []time.Duration
+	}{
+		{"small exact", []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+		{"microseconds", spread(1000, time.Microsecond, 5*time.Millisecond)},
+		{"wide", spread(5000, 10*time.Microsecond, 3*time.Second)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var h Histogram
+			for _, s := range tc.samples {
+				h.Record(s)
+			}
+			sorted := slices.Clone(tc.samples)
+			slices.Sort(sorted)
+			for _, q := range []float64{0.5, 0.9, 0.99, 1} {
+				exact := sorted[max(0, int(q*float64(len(sorted))+0.5)-1)]
+				got := h.Quantile(q)
+				if diff := float64(got-exact) / float64(exact); diff < -0.04 || diff > 0.04 {
+					t.Errorf("q%.2f = %v, exact %v (error %.1f%%)", q, got, exact, 100*diff)
+				}
+			}
+			if h.Count() != uint64(len(tc.samples)) {
+				t.Errorf("count = %d", h.Count())
+			}
+		})
+	}
+	var empty Histogram
+	if empty.Quantile(0.99) != 0 {
+		t.Error("empty histogram has a quantile")
+	}
+}
+
+func spread(n int, lo, hi time.Duration) []time.Duration {
+	r := rand.New(rand.NewPCG(1, 2))
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = lo + time.Duration(r.Int64N(int64(hi-lo)))
+	}
+	return out
+}
+
+func TestHistogramMerge(t *testing.T) {
+	var a, b Histogram
+	for i := 1; i <= 100; i++ {
+		a.Record(time.Duration(i) * time.Millisecond)
+		b.Record(time.Duration(100+i) * time.Millisecond)
+	}
+	a.Merge(&b)
+	if a.Count() != 200 {
+		t.Fatalf("count = %d", a.Count())
+	}
+	if p50 := a.Quantile(0.5); p50 < 97*time.Millisecond || p50 > 103*time.Millisecond {
+		t.Errorf("p50 = %v, want about 100ms", p50)
+	}
+}
+
+// ExampleRun measures the SDK's ping next to the raw WebSocket echo it is
+// compared with, and prints the table.
+func ExampleRun() {
+	rep, err := Run(context.Background(), Config{Duration: time.Second}, "ping")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = rep.WriteTable(os.Stdout)
+}

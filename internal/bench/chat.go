@@ -1,0 +1,155 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xconn/xconn/protocol"
+)
+
+// chatTimeout bounds the wait for the last acks of a chat measurement.
+const chatTimeout = 10 * time.Second
+
+// chatDriver pushes durable chat messages with a bounded number pending,
+// counts the acks seen by a packet observer and records the latency from
+// the send to the receiving handler. Safe for concurrent use.
+type chatDriver struct {
+	ackDir  protocol.Direction
+	pending chan struct{} // one token per message not yet acked
+	acks    atomic.Int64
+	msgs    atomic.Int64 // chat.message packets seen by the observer
+	seq     atomic.Int64
+	starts  sync.Map // key -> time.Time
+	mu      sync.Mutex
+	hist    Histogram
+}
+
+func newChatDriver(ackDir protocol.Direction, maxPending int) *chatDriver {
+	return &chatDriver{ackDir: ackDir, pending: make(chan struct{}, maxPending)}
+}
+
+// observe is the host's packet observer: it counts the acks.
+func (d *chatDriver) observe(dir protocol.Direction, _ string, env *protocol.Envelope) {
+	if dir != d.ackDir && env.Type == protocol.TypeChatMessage {
+		d.msgs.Add(1)
+	}
+	if dir != d.ackDir || env.Type != protocol.TypeChatMessageAck {
+		return
+	}
+	d.acks.Add(1)
+	select {
+	case <-d.pending:
+	default:
+	}
+}
+
+// arrived records the latency of the message whose text starts with its
+// key (see chatText).
+func (d *chatDriver) arrived(text string) {
+	key, _, _ := strings.Cut(text, " ")
+	v, ok := d.starts.LoadAndDelete(key)
+	if !ok {
+		return
+	}
+	lat := time.Since(v.(time.Time))
+	d.mu.Lock()
+	d.hist.Record(lat)
+	d.mu.Unlock()
+}
+
+// run sends from producers goroutines for d, then waits for every ack, and
+// returns the messages acked per second of the whole window.
+func (d *chatDriver) run(ctx context.Context, producers int, dur time.Duration,
+	send func(ctx context.Context, p int, key string) error) (chatRun, error) {
+	d.mu.Lock()
+	d.hist = Histogram{}
+	d.mu.Unlock()
+	base := d.acks.Load()
+	var sent atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var firstErr error
+	mem := startMem()
+	t0 := time.Now()
+	deadline := t0.Add(dur)
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				select {
+				case d.pending <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				key := "m" + strconv.FormatInt(d.seq.Add(1), 10)
+				d.starts.Store(key, time.Now())
+				if err := send(ctx, p, key); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				sent.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return chatRun{}, firstErr
+	}
+	limit := time.Now().Add(chatTimeout)
+	for d.acks.Load()-base < sent.Load() && time.Now().Before(limit) {
+		if ctx.Err() != nil {
+			return chatRun{}, ctx.Err()
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	elapsed := time.Since(t0)
+	allocs, bytes := mem.stop()
+	acked := min(d.acks.Load()-base, sent.Load())
+	out := chatRun{measured: measured{ops: acked, elapsed: elapsed, allocs: allocs, bytes: bytes},
+		sent: sent.Load(), onWire: d.msgs.Load()}
+	if acked < out.sent {
+		out.elapsed = time.Since(t0) - chatTimeout // the window ended with the last ack
+		d.starts.Range(func(_, _ any) bool { out.neverArrived++; return true })
+		// Forget them and free their pending slots.
+		d.starts.Clear()
+		for range out.sent - acked {
+			select {
+			case <-d.pending:
+			default:
+			}
+		}
+	}
+	d.mu.Lock()
+	out.hist = d.hist
+	d.mu.Unlock()
+	if acked == 0 {
+		return out, errors.New("no message acked")
+	}
+	return out, nil
+}
+
+// chatRun is the outcome of one chatDriver.run.
+type chatRun struct {
+	measured
+	sent         int64 // messages handed to the sender
+	onWire       int64 // chat.message packets seen, retries included, since the driver started
+	neverArrived int   // messages the receiving handler never saw
+}
+
+// notes returns the figures that say what went wrong, if anything did.
+func (c chatRun) notes() []Metric {
+	if c.ops >= c.sent {
+		return nil
+	}
+	return []Metric{
+		{Name: "not_acked", Value: float64(c.sent - c.ops), Unit: "of " + strconv.FormatInt(c.sent, 10) + " sent, " + chatTimeout.String() + " after the last send"},
+		{Name: "never_reached_handler", Value: float64(c.neverArrived), Unit: "messages"},
+		{Name: "chat_message_packets_on_wire", Value: float64(c.onWire), Unit: "since start, retries included"},
+	}
+}

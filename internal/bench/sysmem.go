@@ -1,0 +1,76 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"syscall"
+)
+
+// resetPeakRSS returns freed memory to the operating system and resets the
+// kernel's peak-RSS mark of this process (Linux >= 4.0, "5" in
+// /proc/self/clear_refs) to the current RSS, so that the next peakRSS reads
+// the peak of one scenario. It reports whether the reset worked.
+func resetPeakRSS() bool {
+	debug.FreeOSMemory() // so that the mark starts near the live heap
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+}
+
+// peakRSS returns the peak resident set size of the process in bytes:
+// VmHWM from /proc/self/status, else getrusage's maxrss.
+func peakRSS() int64 {
+	if v, ok := procStatus("VmHWM:"); ok {
+		return v
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024
+}
+
+// currentRSS returns the resident set size now (VmRSS), or 0.
+func currentRSS() int64 {
+	v, _ := procStatus("VmRSS:")
+	return v
+}
+
+// procStatus reads one "kB" field of /proc/self/status in bytes.
+func procStatus(key string) (int64, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.HasPrefix(line, []byte(key)) {
+			continue
+		}
+		f := bytes.Fields(line[len(key):])
+		if len(f) == 0 {
+			return 0, false
+		}
+		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		return kb * 1024, true
+	}
+	return 0, false
+}
+
+// loadAvg returns the first three fields of /proc/loadavg, or "?".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := bytes.Fields(b)
+	if len(f) < 3 {
+		return "?"
+	}
+	return string(bytes.Join(f[:3], []byte(" ")))
+}
