@@ -16,7 +16,7 @@ func FuzzStripChannelArg(f *testing.F) {
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		out, canon, err := stripChannelArg(data)
+		out, fields, err := stripChannelArg(data)
 		if err != nil {
 			return
 		}
@@ -27,8 +27,19 @@ func FuzzStripChannelArg(f *testing.F) {
 		if _, ok := m[protocol.ChannelIDArgument]; ok {
 			t.Fatal("channel argument kept")
 		}
+		if len(m) != len(fields) {
+			t.Fatalf("output has %d members, fields %d", len(m), len(fields))
+		}
+		canon, err := canonicalArgs(fields)
+		if err != nil {
+			t.Fatalf("canonical form of an object: %v", err)
+		}
 		// The canonical form is stable: stripping it again gives itself.
-		_, again, err := stripChannelArg(canon)
+		_, f2, err := stripChannelArg(canon)
+		if err != nil {
+			t.Fatalf("canonical form is not an object: %s", canon)
+		}
+		again, err := canonicalArgs(f2)
 		if err != nil || string(again) != string(canon) {
 			t.Fatalf("canonical form unstable: %s vs %s", canon, again)
 		}

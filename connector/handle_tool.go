@@ -13,15 +13,12 @@ import (
 	"github.com/xconn/xconn/store"
 )
 
-func (sess *session) handleToolInvoke(env *protocol.Envelope) {
+// handleToolInvoke answers a tool.invoke whose payload process has
+// already decoded and validated into p.
+func (sess *session) handleToolInvoke(env *protocol.Envelope, p *protocol.ToolInvokePayload) {
 	s := sess.srv
 	start := time.Now()
-	var p protocol.ToolInvokePayload
-	if err := env.DecodePayload(&p); err != nil {
-		sess.replyError(env, protocol.TypeToolInvokeAck, protocol.AsError(err))
-		return
-	}
-	result, perr := sess.invoke(env, &p)
+	result, perr := sess.invoke(env, p)
 	code := "ok"
 	if perr != nil {
 		code = metricCode(perr.Code)
@@ -52,8 +49,9 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 	if !entry.opts.Public && !isAuthenticated(snap.rec.Status) {
 		return nil, protocol.Errorf(protocol.CodeConnectionNotAuthenticated, "channel %s is not signed in", id)
 	}
-	neg := sess.negotiated()
-	st := s.toolState(*cardTool, snap, snap.rec.Status, protocol.NegotiateProfiles(s.card.Supports.Profiles, neg.Profiles()))
+	// The hello's negotiation is hello supported_profiles ∩ the Card's
+	// profiles, computed once per hello and immutable: reuse it.
+	st := s.toolState(*cardTool, snap, snap.rec.Status, sess.negotiated())
 	if st.Status != protocol.ToolAvailable || st.TargetPermissionState == protocol.PermissionDenied ||
 		st.TargetPermissionState == protocol.PermissionRequiresReauth {
 		return nil, protocol.Errorf(protocol.CodeConnectorChannelUnavailable, "tool %s is %s on this channel", p.ToolID, st.Status)
@@ -65,7 +63,7 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 	if vs := validator.Validate(args); len(vs) > 0 {
 		return nil, protocol.Errorf(protocol.CodeInvalidArguments, "%s", vs.Error())
 	}
-	stripped, canon, err := stripChannelArg(args)
+	stripped, fields, err := stripChannelArg(args)
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeInvalidArguments, "arguments must be a JSON object")
 	}
@@ -87,6 +85,10 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 	idem := entry.opts.SideEffect && call.ToolCallID != ""
 	hash := ""
 	if idem {
+		canon, err := canonicalArgs(fields)
+		if err != nil {
+			return nil, protocol.Errorf(protocol.CodeInvalidArguments, "arguments must be a JSON object")
+		}
 		sum := sha256.Sum256(canon)
 		hash = hex.EncodeToString(sum[:])
 		rec, err := s.opts.Store.GetToolCall(sess.ctx, s.card.ConnectorCardID, id, call.ToolCallID)
@@ -113,7 +115,9 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 	result, herr := sess.runTool(entry, call, stripped, timeout)
 	perr := s.toolError(p.ToolID, herr)
 	if perr == nil {
-		result = json.RawMessage(s.secrets.Scrub(string(result)))
+		if scrubbed := s.secrets.Scrub(string(result)); scrubbed != string(result) {
+			result = json.RawMessage(scrubbed)
+		}
 		if !json.Valid(result) {
 			perr = protocol.Errorf(protocol.CodeToolInvokeFailed, "tool result is not valid JSON")
 		}
@@ -179,27 +183,37 @@ func (s *Server) toolError(toolID string, err error) *protocol.Error {
 }
 
 // stripChannelArg removes the redundant connector_channel_id argument and
-// returns the handler's arguments and their canonical encoding (sorted keys
-// at every level) for the idempotency hash.
-func stripChannelArg(args json.RawMessage) (json.RawMessage, []byte, error) {
+// returns the handler's arguments (args itself when it has no such member)
+// and the object's members without it, for canonicalArgs.
+func stripChannelArg(args json.RawMessage) (json.RawMessage, map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(args, &m); err != nil || m == nil {
 		return nil, nil, errors.New("arguments are not an object")
+	}
+	if _, ok := m[protocol.ChannelIDArgument]; !ok {
+		return args, m, nil
 	}
 	delete(m, protocol.ChannelIDArgument)
 	out, err := json.Marshal(m)
 	if err != nil {
 		return nil, nil, err
 	}
+	return out, m, nil
+}
+
+// canonicalArgs encodes the members of an arguments object canonically
+// (sorted keys at every level, compact) for the idempotency hash; only
+// side-effect tools with a tool_call_id pay for it.
+func canonicalArgs(fields map[string]json.RawMessage) ([]byte, error) {
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil, err
+	}
 	var anyv any
 	if err := json.Unmarshal(out, &anyv); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	canon, err := json.Marshal(anyv)
-	if err != nil {
-		return nil, nil, err
-	}
-	return out, canon, nil
+	return json.Marshal(anyv)
 }
 
 // metricTool bounds the tool label to declared tools.

@@ -79,7 +79,8 @@ type Options struct {
 	// SendQueue bounds the outbound frames queued per socket (default 256).
 	SendQueue int
 	// Workers bounds the channels processed in parallel per socket
-	// (default 16).
+	// (default 16). Pings and the connection-level control queue (hello,
+	// busy answers) take no worker slot.
 	Workers int
 	// ChannelQueue bounds the packets queued per channel (default 64);
 	// beyond it a request is answered with channel_busy.

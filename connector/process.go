@@ -1,6 +1,8 @@
 package connector
 
 import (
+	"bytes"
+
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -63,7 +65,18 @@ func (sess *session) process(w work) {
 		return
 	}
 	vs := protocol.ValidateEnvelope(env)
-	if env.Type != protocol.TypeAuthStart { // form input types are checked as invalid_auth_input
+	var invoke *protocol.ToolInvokePayload
+	switch {
+	case env.Type == protocol.TypeAuthStart: // form input types are checked as invalid_auth_input
+	case env.Type == protocol.TypeToolInvoke && len(vs) == 0 && spec.Profile != protocol.ProfileIMv2:
+		// (An IM v2 packet would also need the forbidden identity check.)
+		// Parsed once here and handed to the handler; a payload the fast
+		// check does not clear gets the full ValidatePayload.
+		invoke = decodeToolInvoke(env)
+		if invoke == nil {
+			vs = append(vs, protocol.ValidatePayload(env, protocol.ToConnector)...)
+		}
+	default:
 		vs = append(vs, protocol.ValidatePayload(env, protocol.ToConnector)...)
 	}
 	if len(vs) > 0 {
@@ -97,7 +110,14 @@ func (sess *session) process(w work) {
 	case protocol.TypeAuthLogout:
 		sess.handleAuthLogout(env)
 	case protocol.TypeToolInvoke:
-		sess.handleToolInvoke(env)
+		if invoke == nil { // valid, but not cleared by the fast check
+			invoke = new(protocol.ToolInvokePayload)
+			if err := env.DecodePayload(invoke); err != nil {
+				sess.replyError(env, protocol.TypeToolInvokeAck, protocol.AsError(err))
+				return
+			}
+		}
+		sess.handleToolInvoke(env, invoke)
 	case protocol.TypeChatMessage:
 		sess.handleChatMessage(env)
 	case protocol.TypeChatMessageDelta:
@@ -107,6 +127,29 @@ func (sess *session) process(w work) {
 	default:
 		sess.sendError(env, protocol.Errorf(protocol.CodeUnsupportedPacket, "packet type %s is not supported", env.Type))
 	}
+}
+
+// decodeToolInvoke decodes a (non IM v2) tool.invoke payload once and
+// returns it when it plainly satisfies every rule protocol.ValidatePayload
+// has for it (a JSON object with a tool_id and an object arguments, no
+// extension members that would need the case-variant check). It returns nil otherwise; the caller
+// then runs the full validation, which reports the exact violations.
+func decodeToolInvoke(env *protocol.Envelope) *protocol.ToolInvokePayload {
+	if !startsObject(env.Payload) {
+		return nil
+	}
+	p := new(protocol.ToolInvokePayload)
+	if env.DecodePayload(p) != nil || len(p.Extensions) > 0 || p.ToolID == "" || !startsObject(p.Arguments) {
+		return nil
+	}
+	return p
+}
+
+// startsObject reports whether raw (already known to be valid JSON, or
+// checked by the decoder) is a JSON object.
+func startsObject(raw []byte) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
 }
 
 // checkChannel checks that a channel exists, belongs to this socket's

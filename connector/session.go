@@ -22,7 +22,8 @@ type session struct {
 	conn   *wsconn.Conn
 	ctx    context.Context // ends when the socket closes or the server stops
 	cancel context.CancelFunc
-	sem    chan struct{} // bounds parallel channel workers
+	sem    chan struct{}           // bounds parallel channel workers
+	pings  chan *protocol.Envelope // pings awaiting their pong, answered by ponger
 	wg     sync.WaitGroup
 
 	helloDone atomic.Bool
@@ -51,6 +52,10 @@ const controlKey = "\x00control"
 // controlQueue bounds the control queue (hello, ping, busy answers); a
 // flood beyond it is dropped with a log line.
 const controlQueue = 1024
+
+// pingQueue bounds the pings awaiting their pong on one socket; a ping
+// beyond it goes through the control queue instead.
+const pingQueue = 64
 
 // maxWaiters bounds chat.message acks awaited per socket.
 const maxWaiters = 4096
@@ -85,6 +90,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	sess := &session{
 		srv: s, conn: conn, ctx: ctx, cancel: cancel,
 		sem:     make(chan struct{}, s.opts.Workers),
+		pings:   make(chan *protocol.Envelope, pingQueue),
 		queues:  map[string]*workQueue{},
 		waiters: map[string]chan protocol.ChatAckPayload{},
 	}
@@ -100,6 +106,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.metrics.sockets.Inc()
 	s.log.Debug("connector: data plane connected")
 
+	sess.wg.Add(1)
+	go sess.ponger()
 	_ = conn.Run(ctx, sess.onFrame)
 	cancel()
 	sess.wg.Wait()
@@ -116,6 +124,13 @@ func (sess *session) onFrame(env *protocol.Envelope, _ []byte, err error) {
 		if env.Type == protocol.TypeChatMessageAck && sess.helloDone.Load() {
 			sess.deliverAck(env)
 			return
+		}
+		if err == nil && sess.isPlainPing(env) {
+			select {
+			case sess.pings <- env:
+				return
+			default: // ping flood: fall back to the control queue
+			}
 		}
 	}
 	key := controlKey
@@ -162,16 +177,42 @@ func (sess *session) enqueue(key string, w work) bool {
 	return true
 }
 
-// worker drains one queue in order; at most Options.Workers run at once.
+// isPlainPing reports whether env is a well-formed ping after hello, which
+// ponger answers without a worker (process would answer it the same way).
+func (sess *session) isPlainPing(env *protocol.Envelope) bool {
+	return env.Type == protocol.TypePing && env.Schema == protocol.PacketSchema &&
+		env.PacketID != "" && sess.helloDone.Load()
+}
+
+// ponger answers the pings handed over by the read loop: a pong goes
+// straight to the writer queue, never behind channel work. It runs for the
+// life of the socket; serveWS waits for it.
+func (sess *session) ponger() {
+	defer sess.wg.Done()
+	for {
+		select {
+		case env := <-sess.pings:
+			sess.reply(env, protocol.TypePong, protocol.EmptyPayload{})
+		case <-sess.ctx.Done():
+			return
+		}
+	}
+}
+
+// worker drains one queue in order; at most Options.Workers channel queues
+// run at once. The control queue (hello, connection-level packets, busy
+// answers) takes no worker slot, so channel work cannot starve it.
 func (sess *session) worker(key string, q *workQueue) {
 	defer sess.wg.Done()
-	select {
-	case sess.sem <- struct{}{}:
-	case <-sess.ctx.Done():
-		sess.stopQueue(key, q)
-		return
+	if key != controlKey {
+		select {
+		case sess.sem <- struct{}{}:
+		case <-sess.ctx.Done():
+			sess.stopQueue(key, q)
+			return
+		}
+		defer func() { <-sess.sem }()
 	}
-	defer func() { <-sess.sem }()
 	for {
 		sess.mu.Lock()
 		if len(q.items) == 0 || sess.ctx.Err() != nil {

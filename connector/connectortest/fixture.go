@@ -85,9 +85,23 @@ type FakeTarget struct {
 	sends      int
 	binds      []string
 	unbinds    []connector.UnbindReason
-	failNext   error // returned by the next message delivery
-	blocked    int   // fixture_block calls running
-	canceled   int   // fixture_block calls whose context ended
+	failNext   error         // returned by the next message delivery
+	blocked    int           // fixture_block calls running
+	canceled   int           // fixture_block calls whose context ended
+	release    chan struct{} // closed by ReleaseBlocked
+}
+
+// ReleaseBlocked makes every fixture_block call, running or future,
+// return successfully (instead of waiting for its context). Safe to call
+// more than once.
+func (t *FakeTarget) ReleaseBlocked() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	select {
+	case <-t.release:
+	default:
+		close(t.release)
+	}
 }
 
 // Blocked returns how many fixture_block calls are running and how many
@@ -161,7 +175,7 @@ func StartFixture(tb testing.TB, o FixtureOptions) *Fixture {
 	if o.Canary == "" {
 		o.Canary = "canary-target-token-7f3a9c"
 	}
-	f := &Fixture{Store: o.Store, Logs: &SyncBuffer{}, Target: &FakeTarget{files: map[string][]byte{}}, Opts: o}
+	f := &Fixture{Store: o.Store, Logs: &SyncBuffer{}, Target: &FakeTarget{files: map[string][]byte{}, release: make(chan struct{})}, Opts: o}
 	card, skill := FixtureCard(o.Profiles...), FixtureSkillMD
 	if o.CardID != "" {
 		card.ConnectorCardID = o.CardID
@@ -229,13 +243,20 @@ func (f *Fixture) register() error {
 			t.mu.Lock()
 			t.blocked++
 			t.mu.Unlock()
-			<-ctx.Done()
+			select {
+			case <-t.release:
+				t.mu.Lock()
+				t.blocked--
+				t.mu.Unlock()
+				return struct{}{}, nil
+			case <-ctx.Done():
+			}
 			t.mu.Lock()
 			t.blocked--
 			t.canceled++
 			t.mu.Unlock()
 			return struct{}{}, ctx.Err()
-		}, connector.ToolOptions{Description: "Blocks until cancelled.", Timeout: time.Minute}),
+		}, connector.ToolOptions{Description: "Blocks until cancelled or released.", Timeout: time.Minute}),
 		connector.AddTool(s, ToolPanic, func(ctx context.Context, c *connector.Call, in struct{}) (struct{}, error) {
 			panic("target exploded with token " + canary)
 		}, connector.ToolOptions{Description: "Panics."}),
