@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -181,7 +180,7 @@ func (rt *runtime) reopen(ctx context.Context, s *session, uc store.UserChannel)
 	uc.Descriptor = descJSON
 	uc.Authenticated = r.desc.Authenticated()
 	uc.UpdatedAt = time.Now().UTC()
-	if err := rt.h.idx.put(ctx, uc); err != nil {
+	if err := rt.h.st.PutUserChannel(ctx, uc); err != nil {
 		return nil, fmt.Errorf("store user channel: %w", err)
 	}
 	rt.h.emit(Event{Kind: EventChannel, CardID: rt.cardID, UserChannelID: uc.ID, ChannelID: r.channelID, Detail: detail})
@@ -215,15 +214,14 @@ func (rt *runtime) onDescriptorPush(ctx context.Context, s *session, env *protoc
 	if nr == nil || nr.ucID == "" {
 		return
 	}
-	e, err := rt.h.idx.get(ctx, r.ucID)
+	uc, err := rt.h.st.GetUserChannel(ctx, r.ucID)
 	if err != nil {
 		return
 	}
-	uc := e.uc
 	uc.Descriptor, _ = json.Marshal(nr.desc)
 	uc.Authenticated = nr.desc.Authenticated()
 	uc.UpdatedAt = time.Now().UTC()
-	if err := rt.h.idx.put(ctx, uc); err != nil {
+	if err := rt.h.st.PutUserChannel(ctx, uc); err != nil {
 		rt.h.log.Warn("host: store pushed descriptor", "user_channel", uc.ID, "err", err)
 		return
 	}
@@ -234,55 +232,28 @@ func (rt *runtime) onDescriptorPush(ctx context.Context, s *session, env *protoc
 // channels of every connector when cardID is "").
 func (h *Host) Channels(ctx context.Context, userID, cardID string) ([]store.UserChannel, error) {
 	if cardID != "" {
-		if userID == "" {
-			return h.st.ListUserChannels(ctx, userID, cardID)
-		}
-		l, err := h.idx.list(ctx, userID, cardID)
-		if err != nil {
-			return nil, fmt.Errorf("host: channels: %w", err)
-		}
-		return appendRecords(nil, l), nil
+		return h.st.ListUserChannels(ctx, userID, cardID)
 	}
 	var out []store.UserChannel
 	for _, rt := range h.runtimes() {
-		if userID == "" {
-			ucs, err := h.st.ListUserChannels(ctx, userID, rt.cardID)
-			if err != nil {
-				return nil, fmt.Errorf("host: channels: %w", err)
-			}
-			out = append(out, ucs...)
-			continue
-		}
-		l, err := h.idx.list(ctx, userID, rt.cardID)
+		ucs, err := h.st.ListUserChannels(ctx, userID, rt.cardID)
 		if err != nil {
 			return nil, fmt.Errorf("host: channels: %w", err)
 		}
-		out = appendRecords(out, l)
+		out = append(out, ucs...)
 	}
 	return out, nil
 }
 
-// appendRecords appends copies of the records of l (with their own
-// Descriptor bytes: the caller may keep or change them).
-func appendRecords(out []store.UserChannel, l []*ucEntry) []store.UserChannel {
-	for _, e := range l {
-		uc := e.uc
-		uc.Descriptor = bytes.Clone(uc.Descriptor)
-		out = append(out, uc)
-	}
-	return out
-}
-
 // channelRuntime loads a user channel and its connector runtime.
 func (h *Host) channelRuntime(ctx context.Context, ucID string) (store.UserChannel, *runtime, error) {
-	e, err := h.idx.get(ctx, ucID)
+	uc, err := h.st.GetUserChannel(ctx, ucID)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.UserChannel{}, nil, fmt.Errorf("host: %s: %w", ucID, ErrUnknownChannel)
+		return uc, nil, fmt.Errorf("host: %s: %w", ucID, ErrUnknownChannel)
 	}
 	if err != nil {
-		return store.UserChannel{}, nil, fmt.Errorf("host: load channel %s: %w", ucID, err)
+		return uc, nil, fmt.Errorf("host: load channel %s: %w", ucID, err)
 	}
-	uc := e.uc
 	rt := h.runtime(uc.CardID)
 	if rt == nil {
 		return uc, nil, fmt.Errorf("host: channel %s: %s: %w", ucID, uc.CardID, ErrUnknownConnector)
@@ -327,18 +298,17 @@ func (h *Host) Logout(ctx context.Context, userChannelID string) error {
 	if err := env.DecodePayload(&p); err != nil {
 		return fmt.Errorf("host: logout: %w", protocol.Errorf(protocol.CodeInvalidPacket, "auth.logout.ack payload: %v", err))
 	}
-	e, err := h.idx.get(ctx, userChannelID)
+	uc, err = h.st.GetUserChannel(ctx, userChannelID)
 	if err != nil {
 		return fmt.Errorf("host: logout: %w", err)
 	}
-	uc = e.uc
 	_, _, card := rt.view()
 	if p.ConnectionDescriptor != nil && len(validateDescriptor(p.ConnectionDescriptor, card, r.channelID, s.connectorID)) == 0 {
 		uc.Descriptor, _ = json.Marshal(p.ConnectionDescriptor)
 	}
 	uc.Authenticated = false
 	uc.UpdatedAt = time.Now().UTC()
-	if err := h.idx.put(ctx, uc); err != nil {
+	if err := h.st.PutUserChannel(ctx, uc); err != nil {
 		return fmt.Errorf("host: logout: %w", err)
 	}
 	s.closeChannel(ctx, r.channelID)
@@ -389,14 +359,13 @@ func (h *Host) DeleteChannel(ctx context.Context, userChannelID string) error {
 // empty sessionID removes the binding. Other channels of the user bound to
 // the same session are unbound.
 func (h *Host) BindSession(ctx context.Context, userChannelID, sessionID string) error {
-	e, err := h.idx.get(ctx, userChannelID)
+	uc, err := h.st.GetUserChannel(ctx, userChannelID)
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("host: bind session: %w", ErrUnknownChannel)
 	}
 	if err != nil {
 		return fmt.Errorf("host: bind session: %w", err)
 	}
-	uc := e.uc
 	if sessionID != "" {
 		all, err := h.Channels(ctx, uc.UserID, "")
 		if err != nil {
@@ -405,7 +374,7 @@ func (h *Host) BindSession(ctx context.Context, userChannelID, sessionID string)
 		for _, o := range all {
 			if o.ID != uc.ID && o.SessionID == sessionID {
 				o.SessionID = ""
-				if err := h.idx.put(ctx, o); err != nil {
+				if err := h.st.PutUserChannel(ctx, o); err != nil {
 					return fmt.Errorf("host: bind session: %w", err)
 				}
 			}
@@ -413,7 +382,7 @@ func (h *Host) BindSession(ctx context.Context, userChannelID, sessionID string)
 	}
 	uc.SessionID = sessionID
 	uc.UpdatedAt = time.Now().UTC()
-	if err := h.idx.put(ctx, uc); err != nil {
+	if err := h.st.PutUserChannel(ctx, uc); err != nil {
 		return fmt.Errorf("host: bind session: %w", err)
 	}
 	return nil

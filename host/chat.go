@@ -103,11 +103,10 @@ func (rt *runtime) handlePush(ctx context.Context, s *session, r *route, env *pr
 
 // userMessage builds the Agent's message, downloading its files.
 func (rt *runtime) userMessage(ctx context.Context, r *route, messageID, text string, files []protocol.ChatFile, profile protocol.Profile) (*UserMessage, error) {
-	e, err := rt.h.idx.get(ctx, r.ucID)
+	uc, err := rt.h.st.GetUserChannel(ctx, r.ucID)
 	if err != nil {
 		return nil, &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: "user channel not found", Retryable: true}
 	}
-	uc := e.uc
 	base, _, _ := rt.view()
 	local, err := rt.h.download(ctx, base, uc.ID, files)
 	if err != nil {

@@ -29,7 +29,6 @@ type Host struct {
 	opts     Options
 	log      *slog.Logger
 	st       store.HostStore
-	idx      *channelIndex // user channels; every user-channel write goes through it
 	outbox   *delivery.Outbox
 	inbox    *delivery.Inbox
 	filesDir string
@@ -61,7 +60,6 @@ func New(opts Options) (*Host, error) {
 	}
 	opts = opts.withDefaults()
 	h := &Host{opts: opts, log: opts.Logger, st: opts.Store, conns: map[string]*runtime{}}
-	h.idx = newChannelIndex(opts.Store, opts.MaxIndexedChannels)
 	dl := opts.Delivery
 	if dl == nil {
 		dl = delivery.NewMemoryStorage(0)
@@ -120,13 +118,6 @@ func (h *Host) Start(ctx context.Context) error {
 	entries, err := h.st.ListCatalog(ctx)
 	if err != nil {
 		return fmt.Errorf("host: load catalog: %w", err)
-	}
-	cardIDs := make([]string, len(entries))
-	for i, e := range entries {
-		cardIDs[i] = e.CardID
-	}
-	if err := h.idx.preload(ctx, cardIDs); err != nil {
-		h.log.Warn("host: user channel index not preloaded; read on first use", "err", err)
 	}
 	for _, e := range entries {
 		card, err := protocol.ParseCard(e.Card)
@@ -319,7 +310,7 @@ func (h *Host) forgetChannel(ctx context.Context, uc store.UserChannel) error {
 	if _, err := h.inbox.DeleteChannel(ctx, uc.ID); err != nil {
 		return err
 	}
-	if err := h.idx.delete(ctx, uc.ID); err != nil {
+	if err := h.st.DeleteUserChannel(ctx, uc.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	return nil

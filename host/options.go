@@ -53,9 +53,6 @@ const (
 	// DefaultFileRetention is how long downloaded inbound files are kept in
 	// FilesDir before the host deletes them.
 	DefaultFileRetention = 24 * time.Hour
-	// DefaultMaxIndexedChannels bounds the user channels the host keeps in
-	// its in-memory index (the rest is read from the store when used).
-	DefaultMaxIndexedChannels = 100_000
 	// DefaultOutboxQueue is the delivery queue name of the host's assistant finals.
 	DefaultOutboxQueue = "host"
 )
@@ -127,10 +124,6 @@ type Options struct {
 	MaxChannelWorkers    int           // default DefaultMaxChannelWorkers
 	SigninTimeout        time.Duration // default DefaultSigninTimeout
 	MaxSignins           int           // default DefaultMaxSignins
-	// MaxIndexedChannels bounds the user channels held in memory, with
-	// their decoded Descriptors, for channel resolution (default
-	// DefaultMaxIndexedChannels). The store stays the source of truth.
-	MaxIndexedChannels int
 	// FileRetention bounds the age of downloaded files in FilesDir (default
 	// DefaultFileRetention); older ones are deleted as new files arrive.
 	FileRetention time.Duration
@@ -159,7 +152,6 @@ func (o Options) withDefaults() Options {
 	def(&o.SigninTimeout, DefaultSigninTimeout)
 	def(&o.FileRetention, DefaultFileRetention)
 	defInt(&o.MaxSignins, DefaultMaxSignins)
-	defInt(&o.MaxIndexedChannels, DefaultMaxIndexedChannels)
 	if o.ReconnectMax < o.ReconnectMin {
 		o.ReconnectMax = o.ReconnectMin
 	}

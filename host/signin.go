@@ -130,12 +130,12 @@ func (h *Host) Connect(ctx context.Context, userID, cardID, flowID string, input
 	}
 	_, _, card := rt.view()
 	if card.Supports.UserChannelMode != protocol.UserChannelMultiple {
-		existing, err := h.idx.list(ctx, userID, cardID)
+		existing, err := h.st.ListUserChannels(ctx, userID, cardID)
 		if err != nil {
 			return nil, fmt.Errorf("host: connect: %w", err)
 		}
 		if len(existing) > 0 {
-			return nil, &protocol.Error{Code: CodeChannelLimit, Message: "connector " + cardID + " allows one channel per user; reauthenticate " + existing[0].uc.ID}
+			return nil, &protocol.Error{Code: CodeChannelLimit, Message: "connector " + cardID + " allows one channel per user; reauthenticate " + existing[0].ID}
 		}
 	}
 	return h.signin(ctx, rt, userID, nil, flowID, input)
@@ -356,14 +356,14 @@ func (s *Signin) persist(ctx context.Context, r *route, d *protocol.Descriptor) 
 	var uc store.UserChannel
 	if s.uc != nil {
 		uc = *s.uc
-		if fresh, err := s.h.idx.get(ctx, uc.ID); err == nil {
-			uc = fresh.uc
+		if fresh, err := s.h.st.GetUserChannel(ctx, uc.ID); err == nil {
+			uc = fresh
 		}
 	} else {
 		uc = store.UserChannel{ID: newID("uch_"), UserID: s.userID, CardID: s.rt.cardID, CreatedAt: now}
 	}
 	uc.ChannelID, uc.Authenticated, uc.Descriptor, uc.UpdatedAt = r.channelID, d.Authenticated(), descJSON, now
-	if err := s.h.idx.put(ctx, uc); err != nil {
+	if err := s.h.st.PutUserChannel(ctx, uc); err != nil {
 		return store.UserChannel{}, fmt.Errorf("store user channel: %w", err)
 	}
 	// Bind the route to the record; a Descriptor pushed meanwhile is newer
@@ -380,7 +380,7 @@ func (s *Signin) persist(ctx context.Context, r *route, d *protocol.Descriptor) 
 	case n.desc != d: // the newer pushed Descriptor goes to the record too
 		if b, err := json.Marshal(n.desc); err == nil {
 			uc.Descriptor, uc.Authenticated = b, n.desc.Authenticated()
-			if err := s.h.idx.put(ctx, uc); err != nil {
+			if err := s.h.st.PutUserChannel(ctx, uc); err != nil {
 				return store.UserChannel{}, fmt.Errorf("store user channel: %w", err)
 			}
 		}

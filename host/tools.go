@@ -46,20 +46,40 @@ func WithProgress(fn func(*protocol.ToolProgressPayload)) InvokeOption {
 	return func(c *invokeConfig) { c.progress = fn }
 }
 
+// usable reports whether a user channel can run tool (section 10.1 step 2):
+// authenticated, its Descriptor connected or degraded, the tool available
+// and not denied by the target.
+func usable(uc store.UserChannel, toolID string) (*protocol.Descriptor, bool) {
+	if !uc.Authenticated || len(uc.Descriptor) == 0 {
+		return nil, false
+	}
+	d, err := protocol.ParseDescriptor(uc.Descriptor)
+	if err != nil {
+		return nil, false
+	}
+	switch d.Connection.Status {
+	case protocol.StatusConnected, protocol.StatusDegraded:
+	default:
+		return d, false
+	}
+	if toolID != "" && !d.ToolAvailable(toolID) {
+		return d, false
+	}
+	return d, true
+}
+
 // binding returns the user channel bound to sessionID, if any.
-func (h *Host) binding(ctx context.Context, userID, sessionID string) (*ucEntry, error) {
+func (h *Host) binding(ctx context.Context, userID, sessionID string) (*store.UserChannel, error) {
 	if sessionID == "" {
 		return nil, nil
 	}
-	for _, rt := range h.runtimes() {
-		l, err := h.idx.list(ctx, userID, rt.cardID)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range l {
-			if e.uc.SessionID == sessionID {
-				return e, nil
-			}
+	all, err := h.Channels(ctx, userID, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, uc := range all {
+		if uc.SessionID == sessionID {
+			return &uc, nil
 		}
 	}
 	return nil, nil
@@ -83,13 +103,13 @@ func (h *Host) Tools(ctx context.Context, userID, sessionID string) ([]FunctionD
 	var out []FunctionDef
 	seen := map[string]bool{}
 	for _, rt := range h.runtimes() {
-		var ucs []*ucEntry
+		var ucs []store.UserChannel
 		if bound != nil {
-			if bound.uc.CardID != rt.cardID {
+			if bound.CardID != rt.cardID {
 				continue
 			}
-			ucs = []*ucEntry{bound}
-		} else if ucs, err = h.idx.list(ctx, userID, rt.cardID); err != nil {
+			ucs = []store.UserChannel{*bound}
+		} else if ucs, err = h.st.ListUserChannels(ctx, userID, rt.cardID); err != nil {
 			return nil, fmt.Errorf("host: tools: %w", err)
 		}
 		_, _, card := rt.view()
@@ -99,8 +119,8 @@ func (h *Host) Tools(ctx context.Context, userID, sessionID string) ([]FunctionD
 				continue
 			}
 			avail := false
-			for _, e := range ucs {
-				if e.usable(t.ToolID) {
+			for _, uc := range ucs {
+				if _, ok := usable(uc, t.ToolID); ok {
 					avail = true
 					break
 				}
@@ -169,19 +189,19 @@ func (h *Host) resolve(ctx context.Context, userID, sessionID, toolID string) (s
 		return store.UserChannel{}, nil, nil, fmt.Errorf("host: invoke: %w", err)
 	}
 	if bound != nil {
-		rt := h.runtime(bound.uc.CardID)
+		rt := h.runtime(bound.CardID)
 		if rt == nil {
-			return store.UserChannel{}, nil, nil, protocol.Errorf(protocol.CodeConnectionNotFound, "the session's connector %s is not admitted", bound.uc.CardID)
+			return store.UserChannel{}, nil, nil, protocol.Errorf(protocol.CodeConnectionNotFound, "the session's connector %s is not admitted", bound.CardID)
 		}
 		_, _, card := rt.view()
 		t, ok := card.Tool(toolID)
 		if !ok {
-			return store.UserChannel{}, nil, nil, protocol.Errorf(protocol.CodeConnectorChannelConnectorMismatch, "tool %q does not belong to the session's connector %s", toolID, bound.uc.CardID)
+			return store.UserChannel{}, nil, nil, protocol.Errorf(protocol.CodeConnectorChannelConnectorMismatch, "tool %q does not belong to the session's connector %s", toolID, bound.CardID)
 		}
-		if !bound.usable(toolID) {
+		if _, ok := usable(*bound, toolID); !ok {
 			return store.UserChannel{}, nil, nil, protocol.Errorf(protocol.CodeConnectorChannelUnavailable, "the session's channel cannot run tool %q now", toolID)
 		}
-		return bound.uc, rt, t, nil
+		return *bound, rt, t, nil
 	}
 	declared, channels := false, false
 	for _, rt := range h.runtimes() {
@@ -191,14 +211,14 @@ func (h *Host) resolve(ctx context.Context, userID, sessionID, toolID string) (s
 			continue
 		}
 		declared = true
-		ucs, err := h.idx.list(ctx, userID, rt.cardID)
+		ucs, err := h.st.ListUserChannels(ctx, userID, rt.cardID)
 		if err != nil {
 			return store.UserChannel{}, nil, nil, fmt.Errorf("host: invoke: %w", err)
 		}
-		for _, e := range ucs {
+		for _, uc := range ucs {
 			channels = true
-			if e.usable(toolID) {
-				return e.uc, rt, t, nil
+			if _, ok := usable(uc, toolID); ok {
+				return uc, rt, t, nil
 			}
 		}
 	}
