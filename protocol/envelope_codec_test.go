@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -106,6 +107,16 @@ func hasCaseVariantKey(data []byte) bool {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(data, &m) != nil {
 		return false
+	}
+	// The error object's members follow the same rule (see
+	// TestCaseVariantMembersStayExtensions).
+	var eb map[string]json.RawMessage
+	if raw, ok := m["error"]; ok && json.Unmarshal(raw, &eb) == nil {
+		for k := range eb {
+			if k != "code" && k != "message" && (strings.EqualFold(k, "code") || strings.EqualFold(k, "message")) {
+				return true
+			}
+		}
 	}
 	known := jsonFieldNames(reflect.TypeOf(refEnvelope{}))
 	for k := range m {
