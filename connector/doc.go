@@ -69,6 +69,6 @@
 // Defaults (all configurable in [Options]): frame limit 1 MiB, lease grace
 // 1 h, tool timeout 60 s, sign-in session TTL 10 min (QR codes 2 min),
 // upload limit 32 MiB, file TTL 1 h, outbox TTL 1 h with 1,000 messages per
-// channel, 16 parallel channel workers per socket, 64 queued packets per
+// channel, 64 parallel channel workers per socket, 64 queued packets per
 // channel.
 package connector

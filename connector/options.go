@@ -15,7 +15,7 @@ const (
 	DefaultLeaseGrace        = time.Hour
 	DefaultMaxFrameBytes     = 1 << 20
 	DefaultSendQueue         = 256
-	DefaultWorkers           = 16
+	DefaultWorkers           = 64
 	DefaultChannelQueue      = 64
 	DefaultMaxChannelQueues  = 1024
 	DefaultMaxSockets        = 16
@@ -79,7 +79,8 @@ type Options struct {
 	// SendQueue bounds the outbound frames queued per socket (default 256).
 	SendQueue int
 	// Workers bounds the channels processed in parallel per socket
-	// (default 16). Pings and the connection-level control queue (hello,
+	// (default 64: a target with 20 ms latency then serves 64 channels at
+	// ~3,200 calls/s). Pings and the connection-level control queue (hello,
 	// busy answers) take no worker slot.
 	Workers int
 	// ChannelQueue bounds the packets queued per channel (default 64);
