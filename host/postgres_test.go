@@ -2,55 +2,18 @@ package host
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
-	"net/url"
-	"os"
+	"github.com/xconn/xconn/store/storetest"
 	"testing"
 
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
 )
 
-// postgresDSN creates a fresh schema for the test and returns a DSN whose
-// search_path is that schema; the schema is dropped at the end.
-func postgresDSN(t *testing.T) string {
+// postgresDSN returns a DSN on a fresh PostgreSQL schema for the test (see
+// storetest.PostgresDSN); it skips when XCONN_TEST_POSTGRES is unset.
+func postgresDSN(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv("XCONN_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("XCONN_TEST_POSTGRES is not set; PostgreSQL tests skip")
-	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "h_" + hex.EncodeToString(b)
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		admin, err := sql.Open("pgx", base)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer admin.Close()
-		if _, err := admin.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return storetest.PostgresDSN(t, "h_")
 }
 
 // The host on PostgreSQL: admission, sign-in, a final pending across a

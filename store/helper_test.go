@@ -2,10 +2,7 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
-	"net/url"
+	"github.com/xconn/xconn/store/storetest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,44 +38,11 @@ func backends(t *testing.T, f func(t *testing.T, dsn string)) {
 	})
 }
 
-// postgresDSN creates a fresh schema x_<random> for the test, returns a DSN
-// whose search_path is that schema, and drops the schema at the end.
+// postgresDSN returns a DSN on a fresh PostgreSQL schema for the test (see
+// storetest.PostgresDSN); it skips when XCONN_TEST_POSTGRES is unset.
 func postgresDSN(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv("XCONN_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("XCONN_TEST_POSTGRES is not set; PostgreSQL tests skip")
-	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "x_" + hex.EncodeToString(b)
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		admin, err := sql.Open("pgx", base)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer admin.Close()
-		if _, err := admin.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return storetest.PostgresDSN(t, "x_")
 }
 
 // openDB opens dsn with the test key and closes it at the end.
