@@ -127,17 +127,53 @@ func LookupProfile(id Profile) (ProfileSpec, bool) {
 }
 
 // LookupPacket returns the spec of a packet type of the common protocol or
-// of any standard Profile.
+// of any standard Profile. It runs for every packet, so it answers from a
+// switch over the packet types instead of building the catalog.
 func LookupPacket(typ string) (PacketSpec, bool) {
-	for _, p := range commonPackets() {
-		if p.Type == typ {
-			return p, true
-		}
+	req := func(ack string, user bool) (PacketSpec, bool) {
+		return PacketSpec{Type: typ, Direction: ToConnector, UserLevel: user, Ack: ack, Request: true}, true
 	}
-	for _, pr := range Profiles() {
-		for _, p := range pr.Packets {
-			if p.Type == typ {
-				return p, true
+	ackOf := func(user bool) (PacketSpec, bool) {
+		return PacketSpec{Type: typ, Direction: ToHost, UserLevel: user, IsAck: true}, true
+	}
+	switch typ {
+	case TypeHello:
+		return req(TypeHelloAck, false)
+	case TypeHelloAck:
+		return ackOf(false)
+	case TypeChannelOpen:
+		return req(TypeChannelOpenAck, true)
+	case TypeChannelClose:
+		return req(TypeChannelCloseAck, true)
+	case TypeAuthStart:
+		return req(TypeAuthStartAck, true)
+	case TypeAuthStatus:
+		return req(TypeAuthStatusAck, true)
+	case TypeAuthCancel:
+		return req(TypeAuthCancelAck, true)
+	case TypeAuthLogout:
+		return req(TypeAuthLogoutAck, true)
+	case TypeDescriptorGet:
+		return req(TypeDescriptorGetAck, true)
+	case TypeToolInvoke:
+		return req(TypeToolInvokeAck, true)
+	case TypeChannelOpenAck, TypeChannelCloseAck, TypeAuthStartAck, TypeAuthStatusAck,
+		TypeAuthCancelAck, TypeAuthLogoutAck, TypeDescriptorGetAck, TypeToolInvokeAck:
+		return ackOf(true)
+	case TypeDescriptorPush, TypeToolProgressPush:
+		return PacketSpec{Type: typ, Direction: ToHost, UserLevel: true}, true
+	case TypePing:
+		return PacketSpec{Type: typ, Direction: Both, Ack: TypePong, Request: true}, true
+	case TypePong:
+		return PacketSpec{Type: typ, Direction: Both, IsAck: true}, true
+	case TypeError:
+		return PacketSpec{Type: typ, Direction: Both}, true
+	case TypeMessagePush, TypeChatMessage, TypeChatMessageDelta, TypeChatMessageAck, TypeChatActivity:
+		for _, pr := range Profiles() {
+			for _, p := range pr.Packets {
+				if p.Type == typ {
+					return p, true
+				}
 			}
 		}
 	}

@@ -116,3 +116,21 @@ func TestLookupPacket(t *testing.T) {
 		t.Error("internal envelope found in the catalog")
 	}
 }
+
+// LookupPacket answers from a switch; it must agree with the catalog data
+// for every packet type the catalog declares, and know no other.
+func TestLookupPacketAgreesWithCatalog(t *testing.T) {
+	all := commonPackets()
+	for _, pr := range Profiles() {
+		all = append(all, pr.Packets...)
+	}
+	for _, want := range all {
+		got, ok := LookupPacket(want.Type)
+		if !ok || got != want {
+			t.Errorf("LookupPacket(%s) = %+v, %v; catalog says %+v", want.Type, got, ok, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { LookupPacket(TypeToolInvoke) }); n != 0 {
+		t.Errorf("LookupPacket allocates %v times per call", n)
+	}
+}
