@@ -24,10 +24,19 @@ func (sess *session) handleToolInvoke(env *protocol.Envelope, p *protocol.ToolIn
 		code = metricCode(perr.Code)
 		sess.replyError(env, protocol.TypeToolInvokeAck, perr)
 	} else {
-		sess.reply(env, protocol.TypeToolInvokeAck, protocol.ToolInvokeAckPayload{ToolID: p.ToolID, Result: result})
+		if payload, err := invokeAckPayload(p.ToolID, result); err == nil {
+			sess.replyRaw(env, protocol.TypeToolInvokeAck, payload)
+		} else {
+			sess.reply(env, protocol.TypeToolInvokeAck, protocol.ToolInvokeAckPayload{ToolID: p.ToolID, Result: result})
+		}
 	}
-	s.metrics.toolCalls.WithLabelValues(metricTool(s, p.ToolID), code).Inc()
-	s.metrics.toolLatency.WithLabelValues(metricTool(s, p.ToolID)).Observe(time.Since(start).Seconds())
+	tm := s.metrics.tool(metricTool(s, p.ToolID))
+	if code == "ok" {
+		tm.ok.Inc()
+	} else {
+		s.metrics.toolCalls.WithLabelValues(metricTool(s, p.ToolID), code).Inc()
+	}
+	tm.latency.Observe(time.Since(start).Seconds())
 }
 
 // invoke checks and runs one tool call. The returned error is secret-free.
@@ -63,28 +72,31 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 	if vs := validator.Validate(args); len(vs) > 0 {
 		return nil, protocol.Errorf(protocol.CodeInvalidArguments, "%s", vs.Error())
 	}
-	stripped, fields, err := stripChannelArg(args)
-	if err != nil {
-		return nil, protocol.Errorf(protocol.CodeInvalidArguments, "arguments must be a JSON object")
+	stripped, ok := stripChannelMember(args)
+	if !ok {
+		var err error
+		if stripped, _, err = stripChannelArg(args); err != nil {
+			return nil, protocol.Errorf(protocol.CodeInvalidArguments, "arguments must be a JSON object")
+		}
 	}
-	call := &Call{Channel: &Channel{srv: s, id: id}, ToolID: p.ToolID}
+	// The Call and its Channel in one allocation.
+	box := &struct {
+		call Call
+		ch   Channel
+	}{ch: Channel{srv: s, id: id}}
+	call := &box.call
+	*call = Call{Channel: &box.ch, ToolID: p.ToolID, sess: sess, channelID: id}
 	if p.Context != nil {
 		call.ToolCallID, call.SessionID = p.Context.ToolCallID, p.Context.SessionID
-	}
-	call.progress = func(ctx context.Context, pp protocol.ToolProgressPayload) error {
-		// No request_id: a host matches answers by request_id, and a
-		// progress event is not the answer (section 8.20).
-		out := sess.newPacket(protocol.TypeToolProgressPush, id)
-		pp.Message = s.secrets.Scrub(pp.Message)
-		if err := out.SetPayload(pp); err != nil {
-			return err
-		}
-		return sess.send(ctx, out)
 	}
 
 	idem := entry.opts.SideEffect && call.ToolCallID != ""
 	hash := ""
 	if idem {
+		_, fields, err := stripChannelArg(args)
+		if err != nil {
+			return nil, protocol.Errorf(protocol.CodeInvalidArguments, "arguments must be a JSON object")
+		}
 		canon, err := canonicalArgs(fields)
 		if err != nil {
 			return nil, protocol.Errorf(protocol.CodeInvalidArguments, "arguments must be a JSON object")
@@ -133,6 +145,18 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 		}
 	}
 	return result, perr
+}
+
+// pushProgress sends a tool.progress.push on channel id.
+func (sess *session) pushProgress(ctx context.Context, id string, pp protocol.ToolProgressPayload) error {
+	// No request_id: a host matches answers by request_id, and a
+	// progress event is not the answer (section 8.20).
+	out := sess.newPacket(protocol.TypeToolProgressPush, id)
+	pp.Message = sess.srv.secrets.Scrub(pp.Message)
+	if err := out.SetPayload(pp); err != nil {
+		return err
+	}
+	return sess.send(ctx, out)
 }
 
 // runTool runs the handler on its own goroutine so that the call can be

@@ -1,6 +1,8 @@
 package connector
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xconn/xconn/protocol"
@@ -16,6 +18,70 @@ type metrics struct {
 	dropped, channelsCreated, descriptorPushes                prometheus.Counter
 	signins, signinFailures, toolReplays, published           prometheus.Counter
 	uploads, uploadsRejected, downloads, filesExpired, leases prometheus.Counter
+
+	// inByType and outByType are packetsIn and packetsOut curried by every
+	// known packet type, so that counting a packet is one map read; they
+	// are filled by newMetrics and read-only afterwards.
+	inByType, outByType map[string]prometheus.Counter
+
+	tools sync.Map // tool label -> *toolMetrics, filled on first use
+}
+
+// toolMetrics are the collectors of one tool label, curried once: the
+// calls that succeeded and the latency.
+type toolMetrics struct {
+	ok      prometheus.Counter
+	latency prometheus.Observer
+}
+
+// tool returns the curried collectors of a tool label (bounded by
+// metricTool to the declared tools). Safe for concurrent use.
+func (m *metrics) tool(label string) *toolMetrics {
+	if tm, ok := m.tools.Load(label); ok {
+		return tm.(*toolMetrics)
+	}
+	tm, _ := m.tools.LoadOrStore(label, &toolMetrics{
+		ok:      m.toolCalls.WithLabelValues(label, "ok"),
+		latency: m.toolLatency.WithLabelValues(label),
+	})
+	return tm.(*toolMetrics)
+}
+
+// knownTypes lists every packet type of the common protocol and the
+// standard Profiles.
+func knownTypes() []string {
+	types := []string{
+		protocol.TypeHello, protocol.TypeHelloAck, protocol.TypeChannelOpen, protocol.TypeChannelOpenAck,
+		protocol.TypeChannelClose, protocol.TypeChannelCloseAck, protocol.TypeAuthStart, protocol.TypeAuthStartAck,
+		protocol.TypeAuthStatus, protocol.TypeAuthStatusAck, protocol.TypeAuthCancel, protocol.TypeAuthCancelAck,
+		protocol.TypeAuthLogout, protocol.TypeAuthLogoutAck, protocol.TypeDescriptorGet, protocol.TypeDescriptorGetAck,
+		protocol.TypeDescriptorPush, protocol.TypeToolInvoke, protocol.TypeToolInvokeAck, protocol.TypeToolProgressPush,
+		protocol.TypePing, protocol.TypePong, protocol.TypeError,
+	}
+	for _, p := range protocol.Profiles() {
+		for _, ps := range p.Packets {
+			types = append(types, ps.Type)
+		}
+	}
+	return types
+}
+
+// packetIn counts one received packet of type t.
+func (m *metrics) packetIn(t string) {
+	if c, ok := m.inByType[t]; ok {
+		c.Inc()
+		return
+	}
+	m.packetsIn.WithLabelValues(metricType(t)).Inc()
+}
+
+// packetOut counts one sent packet of type t.
+func (m *metrics) packetOut(t string) {
+	if c, ok := m.outByType[t]; ok {
+		c.Inc()
+		return
+	}
+	m.packetsOut.WithLabelValues(metricType(t)).Inc()
 }
 
 func newMetrics() *metrics {
@@ -63,6 +129,14 @@ func newMetrics() *metrics {
 		Buckets: prometheus.DefBuckets,
 	}, []string{"tool"})
 	reg.MustRegister(m.toolLatency)
+	m.inByType, m.outByType = map[string]prometheus.Counter{}, map[string]prometheus.Counter{}
+	for _, t := range knownTypes() {
+		if metricType(t) != t {
+			continue
+		}
+		m.inByType[t] = m.packetsIn.WithLabelValues(t)
+		m.outByType[t] = m.packetsOut.WithLabelValues(t)
+	}
 	return m
 }
 

@@ -135,6 +135,9 @@ func (sess *session) process(w work) {
 // extension members that would need the case-variant check). It returns nil otherwise; the caller
 // then runs the full validation, which reports the exact violations.
 func decodeToolInvoke(env *protocol.Envelope) *protocol.ToolInvokePayload {
+	if p := scanInvoke(env.Payload); p != nil {
+		return p // the common shape, read in one pass (wire_invoke.go)
+	}
 	if !startsObject(env.Payload) {
 		return nil
 	}

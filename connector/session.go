@@ -2,7 +2,10 @@ package connector
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +30,8 @@ type session struct {
 	wg     sync.WaitGroup
 
 	helloDone atomic.Bool
+	idPrefix  string        // "pkt_" and a random part, unique per socket
+	idSeq     atomic.Uint64 // numbers the packets this socket sends
 
 	mu          sync.Mutex
 	connectorID string
@@ -89,10 +94,11 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	sess := &session{
 		srv: s, conn: conn, ctx: ctx, cancel: cancel,
-		sem:     make(chan struct{}, s.opts.Workers),
-		pings:   make(chan *protocol.Envelope, pingQueue),
-		queues:  map[string]*workQueue{},
-		waiters: map[string]chan protocol.ChatAckPayload{},
+		idPrefix: signurl.RandomID("pkt_")[:16] + "_", // 60 random bits
+		sem:      make(chan struct{}, s.opts.Workers),
+		pings:    make(chan *protocol.Envelope, pingQueue),
+		queues:   map[string]*workQueue{},
+		waiters:  map[string]chan protocol.ChatAckPayload{},
 	}
 	s.mu.Lock()
 	if s.state != stateStarted {
@@ -120,12 +126,15 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 func (sess *session) onFrame(env *protocol.Envelope, _ []byte, err error) {
 	s := sess.srv
 	if env != nil {
-		s.metrics.packetsIn.WithLabelValues(metricType(env.Type)).Inc()
+		s.metrics.packetIn(env.Type)
 		if env.Type == protocol.TypeChatMessageAck && sess.helloDone.Load() {
 			sess.deliverAck(env)
 			return
 		}
 		if err == nil && sess.isPlainPing(env) {
+			if sess.pongNow(env) {
+				return
+			}
 			select {
 			case sess.pings <- env:
 				return
@@ -182,6 +191,40 @@ func (sess *session) enqueue(key string, w work) bool {
 func (sess *session) isPlainPing(env *protocol.Envelope) bool {
 	return env.Type == protocol.TypePing && env.Schema == protocol.PacketSchema &&
 		env.PacketID != "" && sess.helloDone.Load()
+}
+
+// pongNow answers a plain ping on the read goroutine: the pong is encoded
+// here and queued for the writer without waiting, so it takes no hand-off
+// to another goroutine and never waits behind channel work. It reports
+// false when the writer's queue is full (the caller then hands the ping to
+// ponger, which may wait).
+func (sess *session) pongNow(req *protocol.Envelope) bool {
+	env := req.Reply(protocol.TypePong)
+	env.PacketID, env.Time = sess.packetID(), time.Now().UnixMilli()
+	env.Payload = json.RawMessage(`{}`)
+	b, err := env.MarshalJSON() // compact payload: the same bytes as Encode
+	if err != nil {
+		return false
+	}
+	switch err := sess.conn.TrySendRaw(b); {
+	case err == nil:
+		sess.srv.metrics.packetOut(protocol.TypePong)
+		return true
+	case errors.Is(err, wsconn.ErrQueueFull):
+		return false
+	default:
+		return true // the socket is closing: nobody reads the pong
+	}
+}
+
+// packetID returns a packet_id for a packet this socket sends: the socket's
+// random prefix and a sequence number, unique without a random draw per
+// packet.
+func (sess *session) packetID() string {
+	var buf [64]byte
+	b := append(buf[:0], sess.idPrefix...)
+	b = strconv.AppendUint(b, sess.idSeq.Add(1), 36)
+	return string(b)
 }
 
 // ponger answers the pings handed over by the read loop: a pong goes
@@ -291,7 +334,7 @@ func (sess *session) connector() string {
 // newPacket returns a Connector-initiated envelope.
 func (sess *session) newPacket(typ, channel string) *protocol.Envelope {
 	return &protocol.Envelope{
-		Schema: protocol.PacketSchema, PacketID: signurl.RandomID("pkt_"),
+		Schema: protocol.PacketSchema, PacketID: sess.packetID(),
 		ConnectorChannelID: channel, Type: typ, Time: time.Now().UnixMilli(),
 	}
 }
@@ -302,11 +345,18 @@ func (sess *session) send(ctx context.Context, env *protocol.Envelope) error {
 	if env.Error != nil {
 		env.Error.Message = sess.srv.secrets.Scrub(env.Error.Message)
 	}
-	if err := sess.conn.Send(ctx, env); err != nil {
+	// MarshalJSON, not Encode: the payloads here come from json.Marshal
+	// (compact, HTML-escaped), so encoding/json's second pass over the
+	// frame would copy it unchanged.
+	frame, err := env.MarshalJSON()
+	if err == nil {
+		err = sess.conn.SendRaw(ctx, frame)
+	}
+	if err != nil {
 		sess.srv.log.Debug("connector: send failed", "type", env.Type, "err", err)
 		return err
 	}
-	sess.srv.metrics.packetsOut.WithLabelValues(metricType(env.Type)).Inc()
+	sess.srv.metrics.packetOut(env.Type)
 	return nil
 }
 
@@ -318,7 +368,7 @@ func (sess *session) reply(req *protocol.Envelope, typ string, payload any) {
 // replyEnv completes an ack envelope prepared with Envelope.Reply and sends
 // it with payload.
 func (sess *session) replyEnv(env *protocol.Envelope, payload any) {
-	env.PacketID, env.Time = signurl.RandomID("pkt_"), time.Now().UnixMilli()
+	env.PacketID, env.Time = sess.packetID(), time.Now().UnixMilli()
 	if err := env.SetPayload(payload); err != nil {
 		sess.srv.log.Error("connector: encode ack", "type", env.Type, "err", err)
 		env.Payload, env.Error = nil, protocol.Errorf(protocol.CodeInternal, "cannot encode %s", env.Type).Wire()
@@ -326,10 +376,17 @@ func (sess *session) replyEnv(env *protocol.Envelope, payload any) {
 	_ = sess.send(sess.ctx, env)
 }
 
+// replyRaw sends the ack typ of req with an already encoded payload.
+func (sess *session) replyRaw(req *protocol.Envelope, typ string, payload json.RawMessage) {
+	env := req.Reply(typ)
+	env.PacketID, env.Time, env.Payload = sess.packetID(), time.Now().UnixMilli(), payload
+	_ = sess.send(sess.ctx, env)
+}
+
 // replyError sends the ack typ of req carrying an envelope error.
 func (sess *session) replyError(req *protocol.Envelope, typ string, perr *protocol.Error) {
 	env := req.Reply(typ)
-	env.PacketID, env.Time = signurl.RandomID("pkt_"), time.Now().UnixMilli()
+	env.PacketID, env.Time = sess.packetID(), time.Now().UnixMilli()
 	env.Error = perr.Wire()
 	sess.srv.metrics.errors.WithLabelValues(metricCode(perr.Code)).Inc()
 	_ = sess.send(sess.ctx, env)
@@ -341,7 +398,7 @@ func (sess *session) sendError(req *protocol.Envelope, perr *protocol.Error) {
 	if req != nil {
 		env = req.Reply(protocol.TypeError)
 	}
-	env.PacketID, env.Time = signurl.RandomID("pkt_"), time.Now().UnixMilli()
+	env.PacketID, env.Time = sess.packetID(), time.Now().UnixMilli()
 	env.Error = perr.Wire()
 	sess.srv.metrics.errors.WithLabelValues(metricCode(perr.Code)).Inc()
 	_ = sess.send(sess.ctx, env)

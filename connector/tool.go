@@ -53,16 +53,17 @@ type Call struct {
 	ToolCallID string
 	SessionID  string
 
-	progress func(ctx context.Context, p protocol.ToolProgressPayload) error
+	sess      *session // sends the progress events; nil outside a socket
+	channelID string
 }
 
 // Progress sends a tool.progress.push for this call. fraction may be nil;
 // otherwise it is in [0, 1]. message must be secret-free (it is scrubbed).
 func (c *Call) Progress(ctx context.Context, status, message string, fraction *float64) error {
-	if c.progress == nil {
+	if c.sess == nil {
 		return nil
 	}
-	return c.progress(ctx, protocol.ToolProgressPayload{ToolID: c.ToolID, Status: status, Message: message, Progress: fraction})
+	return c.sess.pushProgress(ctx, c.channelID, protocol.ToolProgressPayload{ToolID: c.ToolID, Status: status, Message: message, Progress: fraction})
 }
 
 // toolEntry is a registered tool.

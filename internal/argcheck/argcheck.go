@@ -80,7 +80,7 @@ func (v *Validator) Validate(args json.RawMessage) protocol.Violations {
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		trimmed = []byte("{}")
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(trimmed))
+	inst, err := decodeInstance(trimmed)
 	if err != nil {
 		return protocol.Violations{{Path: "", Reason: "arguments are not valid JSON"}}
 	}

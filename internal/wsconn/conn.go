@@ -13,9 +13,10 @@ import (
 )
 
 // Handler receives each inbound frame on the reader goroutine. It must not
-// block (hand work off). env is nil when err != nil; err is a
-// *protocol.Error with code invalid_packet for a binary frame or malformed
-// JSON; raw is the frame bytes, owned by the handler from then on.
+// block (hand work off, or answer with [Conn.TrySendRaw], which never
+// waits). env is nil when err != nil; err is a *protocol.Error with code
+// invalid_packet for a binary frame or malformed JSON; raw is the frame
+// bytes, owned by the handler from then on.
 type Handler func(env *protocol.Envelope, raw []byte, err error)
 
 // maxCloseReason is the longest close reason a close frame can carry.
@@ -26,6 +27,7 @@ const maxCloseReason = 123
 // Subprotocol are safe for concurrent use from any goroutine.
 type Conn struct {
 	ws    *websocket.Conn
+	cork  *corkConn // the socket under ws; nil when unknown (writes then time out by context)
 	opts  Options
 	queue chan []byte
 
@@ -40,11 +42,12 @@ type Conn struct {
 	reason  string
 }
 
-func newConn(ws *websocket.Conn, opts Options) *Conn {
+func newConn(ws *websocket.Conn, cork *corkConn, opts Options) *Conn {
 	opts = opts.withDefaults()
 	ws.SetReadLimit(opts.ReadLimit)
 	return &Conn{
 		ws:       ws,
+		cork:     cork,
 		opts:     opts,
 		queue:    make(chan []byte, opts.SendQueue),
 		closeReq: make(chan struct{}),
@@ -78,8 +81,17 @@ func (c *Conn) Run(ctx context.Context, h Handler) error {
 
 	var wg sync.WaitGroup
 	wg.Go(c.writeLoop)
-	err := c.readLoop(ctx, h)
+	// The lifetime context ends the read by closing the socket, as
+	// coder/websocket does for a Read whose context ends; registered once
+	// here instead of by every Read (which costs a context.AfterFunc per
+	// frame).
+	stop := context.AfterFunc(ctx, func() { _ = c.ws.CloseNow() })
+	err := c.readLoop(h)
+	stop()
 	close(c.readEnd)
+	if c.cork != nil {
+		_ = c.cork.flush() // a close frame coder/websocket answered while corked
+	}
 	_ = c.ws.CloseNow() // unblocks the writer; waits for a Close in progress
 	wg.Wait()
 
@@ -98,11 +110,12 @@ func (c *Conn) Run(ctx context.Context, h Handler) error {
 	}
 }
 
-// readLoop reads frames with the connection's lifetime context and hands
-// each one to h. It never runs protocol work and never times a read.
-func (c *Conn) readLoop(ctx context.Context, h Handler) error {
+// readLoop reads frames and hands each one to h until the socket fails or
+// is closed (Run closes it when the lifetime context ends). It never runs
+// protocol work and never times a read.
+func (c *Conn) readLoop(h Handler) error {
 	for {
-		typ, data, err := c.ws.Read(ctx)
+		typ, data, err := c.ws.Read(context.Background())
 		if err != nil {
 			return err
 		}
@@ -114,7 +127,7 @@ func (c *Conn) readLoop(ctx context.Context, h Handler) error {
 				"binary frame of %d bytes: packets travel in text frames", len(data)))
 			continue
 		}
-		env, err := protocol.DecodeEnvelope(data)
+		env, err := decodeEnvelope(data)
 		if err != nil {
 			h(nil, data, err)
 			continue
@@ -129,7 +142,7 @@ func (c *Conn) writeLoop() {
 	for {
 		select {
 		case f := <-c.queue:
-			if err := c.write(context.Background(), f); err != nil {
+			if err := c.write(f, len(c.queue) > 0); err != nil {
 				c.opts.Logger.Debug("wsconn: write failed", "err", err)
 				_ = c.ws.CloseNow()
 				return
@@ -143,10 +156,20 @@ func (c *Conn) writeLoop() {
 	}
 }
 
-func (c *Conn) write(parent context.Context, frame []byte) error {
-	ctx, cancel := context.WithTimeout(parent, c.opts.WriteTimeout)
-	defer cancel()
-	return c.ws.Write(ctx, websocket.MessageText, frame)
+// write writes one frame, bounded by WriteTimeout. When more is true
+// another frame is known to follow at once: the socket stays corked so that
+// both leave in one write(2); the last frame of a burst uncorks it and sends
+// everything held back.
+func (c *Conn) write(frame []byte, more bool) error {
+	if c.cork == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.WriteTimeout)
+		defer cancel()
+		return c.ws.Write(ctx, websocket.MessageText, frame)
+	}
+	// The corkConn puts the WriteTimeout deadline on every write that
+	// reaches the network, so no per-frame context is needed.
+	c.cork.setCorked(more)
+	return c.ws.Write(context.Background(), websocket.MessageText, frame)
 }
 
 // flushAndClose writes what is queued, bounded in total by WriteTimeout, and
@@ -158,6 +181,9 @@ flush:
 	for {
 		select {
 		case f := <-c.queue:
+			if c.cork != nil {
+				c.cork.setCorked(len(c.queue) > 0)
+			}
 			if err := c.ws.Write(ctx, websocket.MessageText, f); err != nil {
 				c.opts.Logger.Debug("wsconn: flush on close failed", "err", err)
 				break flush
@@ -165,6 +191,9 @@ flush:
 		default:
 			break flush
 		}
+	}
+	if c.cork != nil {
+		c.cork.setCorked(false) // the close frame carries what is held back
 	}
 	c.mu.Lock()
 	code, reason := c.code, c.reason
@@ -181,7 +210,9 @@ func (c *Conn) Send(ctx context.Context, env *protocol.Envelope) error {
 	if env == nil {
 		return errors.New("wsconn: send: nil envelope")
 	}
-	b, err := env.Encode()
+	// MarshalJSON, not Encode: it writes a valid frame in one pass, and
+	// json.Marshal's second pass would only compact and HTML-escape it.
+	b, err := env.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("wsconn: encode %s: %w", env.Type, err)
 	}
@@ -207,6 +238,26 @@ func (c *Conn) SendRaw(ctx context.Context, frame []byte) error {
 		return ErrClosed
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// TrySendRaw enqueues one already encoded packet like [Conn.SendRaw] but
+// never blocks: it returns ErrQueueFull when the queue is full (nothing is
+// queued then) and ErrClosed after close. It suits a Handler on the read
+// goroutine, which must not wait for the writer.
+func (c *Conn) TrySendRaw(frame []byte) error {
+	select {
+	case <-c.closeReq:
+		return ErrClosed
+	case <-c.readEnd:
+		return ErrClosed
+	default:
+	}
+	select {
+	case c.queue <- frame:
+		return nil
+	default:
+		return ErrQueueFull
 	}
 }
 

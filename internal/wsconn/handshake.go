@@ -39,7 +39,13 @@ func Accept(w http.ResponseWriter, r *http.Request, opts Options) (*Conn, error)
 		http.Error(w, "WebSocket subprotocol "+protocol.Subprotocol+" required", http.StatusBadRequest)
 		return nil, fmt.Errorf("wsconn: accept: %w", ErrSubprotocol)
 	}
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	opts = opts.withDefaults()
+	hw := &hijackWriter{ResponseWriter: w, timeout: opts.WriteTimeout}
+	var aw http.ResponseWriter = hw
+	if !hijackable(w) {
+		aw = w // coder/websocket answers 501 itself, as without the wrapper
+	}
+	ws, err := websocket.Accept(aw, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{protocol.Subprotocol},
 		OriginPatterns: opts.OriginPatterns,
 	})
@@ -50,7 +56,7 @@ func Accept(w http.ResponseWriter, r *http.Request, opts Options) (*Conn, error)
 		_ = ws.Close(websocket.StatusProtocolError, "subprotocol required")
 		return nil, fmt.Errorf("wsconn: accept: %w", ErrSubprotocol)
 	}
-	return newConn(ws, opts), nil
+	return newConn(ws, hw.conn, opts), nil
 }
 
 // Dial opens a data-plane [Conn] to url (ws:// or wss://), sending header
@@ -59,10 +65,17 @@ func Accept(w http.ResponseWriter, r *http.Request, opts Options) (*Conn, error)
 // wrapping [ErrSubprotocol] when the server does not select
 // [protocol.Subprotocol], and with a [*DialError] when the handshake fails.
 func Dial(ctx context.Context, url string, header http.Header, opts Options) (*Conn, error) {
-	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
+	opts = opts.withDefaults()
+	dopts := &websocket.DialOptions{
 		HTTPHeader:   header,
 		Subprotocols: []string{protocol.Subprotocol},
-	})
+	}
+	client, dialer, cerr := corkClient(opts.WriteTimeout)
+	if cerr == nil {
+		dopts.HTTPClient = client
+		defer client.CloseIdleConnections()
+	}
+	ws, resp, err := websocket.Dial(ctx, url, dopts)
 	if err != nil {
 		de := &DialError{Err: err}
 		if resp != nil {
@@ -74,7 +87,11 @@ func Dial(ctx context.Context, url string, header http.Header, opts Options) (*C
 		_ = ws.Close(websocket.StatusProtocolError, "subprotocol required")
 		return nil, fmt.Errorf("wsconn: dial: %w", ErrSubprotocol)
 	}
-	return newConn(ws, opts), nil
+	var cc *corkConn
+	if dialer != nil {
+		cc = dialer.conn()
+	}
+	return newConn(ws, cc, opts), nil
 }
 
 // offersSubprotocol reports whether the handshake request lists

@@ -9,6 +9,12 @@
 // protocol work itself, and no timeout is ever put on a read: with
 // coder/websocket a Read whose context ends closes the whole connection.
 //
+// While the writer drains a burst of queued frames it corks the socket (the
+// net.Conn under coder/websocket, which flushes every message) so that the
+// burst leaves in one write(2); at most 64 KiB is held back, and nothing is
+// held back once the queue is empty, so an idle connection adds no latency.
+// The write timeout is a deadline on every write that reaches the socket.
+//
 // Frames are text frames carrying exactly one JSON packet each. The
 // subprotocol [protocol.Subprotocol] must be negotiated on both sides.
 package wsconn
@@ -34,6 +40,10 @@ const (
 // ErrClosed is returned by [Conn.Send] and [Conn.SendRaw] once the connection
 // is closing or closed.
 var ErrClosed = errors.New("wsconn: connection closed")
+
+// ErrQueueFull is returned by [Conn.TrySendRaw] when the outbound queue is
+// full.
+var ErrQueueFull = errors.New("wsconn: send queue full")
 
 // ErrSubprotocol reports that the peer did not negotiate
 // [protocol.Subprotocol]. [Accept] and [Dial] wrap it.

@@ -1,0 +1,302 @@
+package connector
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/xconn/xconn/protocol"
+)
+
+// This file reads a tool.invoke payload in one pass over its bytes, without
+// encoding/json, for the common shape: exactly the members tool_id (a
+// non-empty string), arguments (an object) and optionally context (an object
+// with string session_id and tool_call_id). Anything else (other or
+// case-variant members, escapes in names or strings, duplicates, null
+// values) is left to the full decode and validation, which report the exact
+// violations. The input is known to be valid JSON: the envelope decoder has
+// checked the frame.
+
+// scanInvoke returns the payload when it has the common shape, else nil.
+// The returned Arguments alias payload.
+func scanInvoke(payload []byte) *protocol.ToolInvokePayload {
+	var (
+		p                           protocol.ToolInvokePayload
+		seenTool, seenArgs, seenCtx bool
+	)
+	ok := eachMember(payload, func(key, val []byte) bool {
+		switch string(key) {
+		case "tool_id":
+			if seenTool {
+				return false
+			}
+			seenTool = true
+			id, good := plainString(val)
+			p.ToolID = id
+			return good && id != ""
+		case "arguments":
+			if seenArgs || len(val) == 0 || val[0] != '{' {
+				return false
+			}
+			seenArgs = true
+			p.Arguments = json.RawMessage(val)
+			return true
+		case "context":
+			if seenCtx || len(val) == 0 || val[0] != '{' {
+				return false
+			}
+			seenCtx = true
+			p.Context = scanToolContext(val)
+			return p.Context != nil
+		}
+		return false
+	})
+	if !ok || !seenTool || !seenArgs {
+		return nil
+	}
+	return &p
+}
+
+// scanToolContext reads a context object with only string session_id and
+// tool_call_id members; nil otherwise.
+func scanToolContext(obj []byte) *protocol.ToolContext {
+	var (
+		c                protocol.ToolContext
+		seenSess, seenID bool
+	)
+	ok := eachMember(obj, func(key, val []byte) bool {
+		var good bool
+		switch string(key) {
+		case "session_id":
+			if seenSess {
+				return false
+			}
+			seenSess = true
+			c.SessionID, good = plainString(val)
+		case "tool_call_id":
+			if seenID {
+				return false
+			}
+			seenID = true
+			c.ToolCallID, good = plainString(val)
+		}
+		return good
+	})
+	if !ok {
+		return nil
+	}
+	return &c
+}
+
+// stripChannelMember returns args without its top-level connector_channel_id
+// members (args itself when it has none). It reports false when args is not
+// a plain object (or a member name has escapes); the caller then uses the
+// full decode.
+func stripChannelMember(args []byte) (json.RawMessage, bool) {
+	found := false
+	if !eachMemberAt(args, func(_, _ int, key, _ []byte) bool {
+		found = found || string(key) == protocol.ChannelIDArgument
+		return true
+	}) {
+		return nil, false
+	}
+	if !found {
+		return json.RawMessage(args), true
+	}
+	out := make([]byte, 1, len(args))
+	out[0] = '{'
+	eachMemberAt(args, func(start, end int, key, _ []byte) bool {
+		if string(key) == protocol.ChannelIDArgument {
+			return true
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, args[start:end]...)
+		return true
+	})
+	return json.RawMessage(append(out, '}')), true
+}
+
+// eachMember calls fn with the name (raw, without quotes) and the value
+// bytes of each member of the JSON object obj, in order, until fn returns
+// false. It reports false when obj is not an object, a name has escapes, or
+// fn returned false.
+func eachMember(obj []byte, fn func(key, val []byte) bool) bool {
+	return eachMemberAt(obj, func(_, _ int, key, val []byte) bool { return fn(key, val) })
+}
+
+// eachMemberAt is eachMember that also passes the member's span in obj,
+// from its name to the end of its value.
+func eachMemberAt(obj []byte, fn func(start, end int, key, val []byte) bool) bool {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	i = skipSpace(obj, i+1)
+	for i < len(obj) && obj[i] != '}' {
+		kend, esc := stringEnd(obj, i)
+		if esc || kend < 0 {
+			return false
+		}
+		start, key := i, obj[i+1:kend-1]
+		i = skipSpace(obj, kend)
+		if i >= len(obj) || obj[i] != ':' {
+			return false
+		}
+		vstart := skipSpace(obj, i+1)
+		vend := valueEnd(obj, vstart)
+		if vend < 0 || !fn(start, vend, key, obj[vstart:vend]) {
+			return false
+		}
+		i = skipSpace(obj, vend)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	return i < len(obj)
+}
+
+// plainString returns the JSON string val without escapes; false for any
+// other value.
+func plainString(val []byte) (string, bool) {
+	end, esc := stringEnd(val, 0)
+	if end != len(val) || esc {
+		return "", false
+	}
+	body := val[1 : end-1]
+	for _, c := range body {
+		if c < 0x20 {
+			return "", false
+		}
+	}
+	if !utf8.Valid(body) {
+		return "", false // encoding/json would replace the bad bytes
+	}
+	return string(body), true
+}
+
+// stringEnd returns the index after the JSON string starting at b[i] and
+// whether it contains escapes; -1 when b[i] does not start a string.
+func stringEnd(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return -1, false
+	}
+	esc := false
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			esc = true
+			j++
+		case '"':
+			return j + 1, esc
+		}
+	}
+	return -1, esc
+}
+
+// valueEnd returns the index after the JSON value starting at b[i]; -1 when
+// it does not end.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		end, _ := stringEnd(b, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, _ := stringEnd(b, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && !isSpace(b[j]) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// invokeAckPayload encodes the payload of a successful tool.invoke.ack: the
+// same bytes as json.Marshal(protocol.ToolInvokeAckPayload{ToolID: toolID,
+// Result: result}), in one pass over result instead of three.
+func invokeAckPayload(toolID string, result json.RawMessage) (json.RawMessage, error) {
+	b := make([]byte, 0, len(toolID)+len(result)+24)
+	b = append(b, `{"tool_id":`...)
+	if plainASCII(toolID) {
+		b = append(b, '"')
+		b = append(b, toolID...)
+		b = append(b, '"')
+	} else {
+		q, err := json.Marshal(toolID)
+		if err != nil {
+			return nil, fmt.Errorf("encode tool_id: %w", err)
+		}
+		b = append(b, q...)
+	}
+	if len(result) > 0 {
+		b = append(b, `,"result":`...)
+		if htmlOrLineSep(result) {
+			// encoding/json escapes these; let it.
+			r, err := json.Marshal(result)
+			if err != nil {
+				return nil, fmt.Errorf("encode result: %w", err)
+			}
+			b = append(b, r...)
+		} else {
+			buf := bytes.NewBuffer(b)
+			if err := json.Compact(buf, result); err != nil {
+				return nil, fmt.Errorf("encode result: %w", err)
+			}
+			b = buf.Bytes()
+		}
+	}
+	return json.RawMessage(append(b, '}')), nil
+}
+
+// plainASCII reports whether s encodes as a JSON string without escapes
+// (encoding/json also escapes <, > and &).
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// htmlOrLineSep reports whether b holds a byte sequence encoding/json
+// escapes when it compacts a RawMessage: <, >, & and U+2028, U+2029.
+func htmlOrLineSep(b []byte) bool {
+	return bytes.ContainsAny(b, "<>&") || bytes.Contains(b, []byte("\u2028")) || bytes.Contains(b, []byte("\u2029"))
+}
