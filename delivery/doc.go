@@ -13,7 +13,7 @@
 //     retryable=false is the failed terminal state, its code kept. Only the
 //     head entry of a channel is ever in flight, so a channel keeps its order
 //     and a failing head blocks that channel alone; different channels run in
-//     parallel (default 16 workers). expires_at is fixed at the first enqueue
+//     parallel (default 256 workers, one entry in flight each). expires_at is fixed at the first enqueue
 //     (default TTL 1 hour) and never extended; expiry is checked at Run start,
 //     at enqueue, before each send and by a sweeper running every TTL/2 or
 //     more often. Capacity is 1,000 entries per channel by default; an enqueue
@@ -37,5 +37,12 @@
 //
 // Storage sits behind [OutboxStorage] and [InboxStorage]; package store
 // implements both over SQLite and PostgreSQL, and [MemoryStorage] is a
-// bounded in-memory implementation for tests and ephemeral use.
+// bounded in-memory implementation for tests and ephemeral use. Storage
+// stays the only source of truth: the delivery loop holds in memory only
+// which channels are in flight or wait for a worker, learns of new work
+// from Enqueue (a new channel head is handed over without a read) and from
+// its workers (with [OutboxFinishNextStorage] the next head of a channel
+// is read in the transaction that records the previous outcome), and reads
+// the due heads of every channel only at start, on [Outbox.Wake] and when
+// a retry falls due.
 package delivery

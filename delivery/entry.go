@@ -115,6 +115,10 @@ type EnqueueResult struct {
 	// Dropped lists the entries of the channel that this enqueue expired or
 	// evicted, with their recorded outcomes.
 	Dropped []Outcome
+	// Head reports, when Status is Enqueued, that the new entry is the only
+	// pending entry of its channel, i.e. its head. A storage may leave it
+	// false when it does not know; the Outbox then reads the head.
+	Head bool
 }
 
 // Stats are the observable counters of an [Outbox] (IM v1 §7.2). Counters

@@ -182,14 +182,20 @@ func (in *Inbox) Begin(ctx context.Context, channel, messageID string, c Content
 }
 
 // Commit records a message begun with VerdictNew once every side effect is
-// done, and releases it. It returns the verdict for the ack: VerdictNew
-// (accepted) normally, or VerdictDuplicate/VerdictConflict when another
-// process recorded the same message_id meanwhile.
+// done, and releases it; c is the content given to Begin. It returns the
+// verdict for the ack: VerdictNew (accepted) normally, or
+// VerdictDuplicate/VerdictConflict when another process recorded the same
+// message_id meanwhile.
 func (in *Inbox) Commit(ctx context.Context, channel, messageID string, c Content) (Verdict, error) {
 	k := inboxKey{channel, messageID}
 	defer in.Abort(channel, messageID)
 	now := in.clock.Now()
-	hash := ContentHash(c)
+	in.mu.Lock()
+	hash, begun := in.inflight[k] // the hash Begin computed of the same content
+	in.mu.Unlock()
+	if !begun {
+		hash = ContentHash(c)
+	}
 	r := InboxRecord{Queue: in.opts.Queue, Channel: channel, MessageID: messageID, Hash: hash, At: now}
 	existing, inserted, err := in.opts.Storage.InboxPut(ctx, r, in.opts.MaxPerChannel)
 	if err == nil && !inserted && !existing.At.After(now.Add(-in.opts.MaxAge)) {

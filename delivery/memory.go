@@ -104,6 +104,7 @@ func (m *MemoryStorage) OutboxEnqueue(_ context.Context, e Entry, capacity int, 
 	}
 	m.seq++
 	e.Seq = m.seq
+	res.Head = len(kept) == 0
 	m.pending[k] = append(kept, e)
 	res.Status, res.Entry = Enqueued, e
 	return res, nil
@@ -214,6 +215,22 @@ func (m *MemoryStorage) OutboxFinish(_ context.Context, o Outcome) (bool, error)
 	m.remove(o.Queue, o.Channel, i)
 	m.record(o)
 	return true, nil
+}
+
+// OutboxFinishNext implements [OutboxFinishNextStorage].
+func (m *MemoryStorage) OutboxFinishNext(_ context.Context, o Outcome) (bool, Entry, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i := m.index(o.Queue, o.Channel, o.MessageID)
+	if i < 0 {
+		return false, Entry{}, false, nil
+	}
+	m.remove(o.Queue, o.Channel, i)
+	m.record(o)
+	if list := m.pending[memKey{o.Queue, o.Channel}]; len(list) > 0 {
+		return true, list[0], true, nil
+	}
+	return true, Entry{}, false, nil
 }
 
 // OutboxExpire implements [OutboxStorage]: the soonest expiries first.
@@ -393,4 +410,8 @@ func (m *MemoryStorage) InboxDeleteChannel(_ context.Context, queue, channel str
 	return n, nil
 }
 
-var _ Storage = (*MemoryStorage)(nil)
+var (
+	_ Storage                 = (*MemoryStorage)(nil)
+	_ OutboxHeadStorage       = (*MemoryStorage)(nil)
+	_ OutboxFinishNextStorage = (*MemoryStorage)(nil)
+)

@@ -17,7 +17,7 @@ const (
 	DefaultBackoffBase    = time.Second
 	DefaultBackoffMax     = 5 * time.Minute
 	DefaultBackoffJitter  = 0.2
-	DefaultWorkers        = 16
+	DefaultWorkers        = 256
 	DefaultAttemptTimeout = 30 * time.Second
 	DefaultHistoryMax     = 10000
 	DefaultHistoryAge     = 24 * time.Hour
@@ -104,14 +104,17 @@ type OutboxOptions struct {
 	// beyond it the oldest are evicted and recorded as capacity_exceeded.
 	Capacity int
 	Backoff  Backoff
-	// Workers bounds the channels sending at once (default 16).
+	// Workers bounds the channels sending at once, one entry in flight
+	// each (default 256). A worker waits for the receiver's ack, so this is
+	// the bound of messages in flight of the whole queue.
 	Workers int
 	// AttemptTimeout bounds one Send call (default 30 s).
 	AttemptTimeout time.Duration
 	// SweepInterval is the expiry sweeper period (default and maximum TTL/2).
 	SweepInterval time.Duration
 	// HistoryMax and HistoryAge bound the outcome history of the queue
-	// (defaults 10,000 outcomes and 24 h).
+	// (defaults 10,000 outcomes and 24 h). Run prunes it at every sweep
+	// and after every HistoryMax/4 outcomes.
 	HistoryMax int
 	HistoryAge time.Duration
 	// MaxPayload bounds one entry's payload in bytes (default 1 MiB).
@@ -136,8 +139,19 @@ type Outbox struct {
 	wake  chan struct{}
 
 	running atomic.Bool
+	// scanReq asks Run to read the due heads from storage (Wake).
+	scanReq atomic.Bool
+
+	// kicks are the notifications of Enqueue and DeleteChannel waiting for
+	// Run (bounded by maxKicks; kickOverflow replaces the rest).
+	kmu          sync.Mutex
+	kicks        []kick
+	kickOverflow bool
 
 	attempts, deliveries, expirations, evictions, failures atomic.Int64
+	// recorded counts the terminal outcomes recorded (Run prunes the
+	// history by it).
+	recorded atomic.Int64
 
 	mu          sync.Mutex
 	lastErr     string
@@ -222,11 +236,14 @@ func (o *Outbox) Enqueue(ctx context.Context, channel, messageID string, payload
 	for _, d := range res.Dropped {
 		o.observe(d)
 	}
+	if len(res.Dropped) > 0 {
+		o.kick(kick{channel: channel, drop: true})
+	}
 	if res.Status == Enqueued {
 		o.mu.Lock()
 		o.pending += 1 - len(res.Dropped)
 		o.mu.Unlock()
-		o.Wake()
+		o.kick(kick{channel: channel, head: res.Entry, hasHead: res.Head})
 	}
 	return res, nil
 }
@@ -249,8 +266,10 @@ func (o *Outbox) checkPending(ctx context.Context) error {
 	return nil
 }
 
-// Wake makes the delivery loop look for due entries now. It never blocks.
+// Wake makes the delivery loop read the due entries of every channel from
+// storage now. It never blocks. Enqueue does not need it.
 func (o *Outbox) Wake() {
+	o.scanReq.Store(true)
 	select {
 	case o.wake <- struct{}{}:
 	default:
@@ -281,7 +300,9 @@ func (o *Outbox) Outcomes(ctx context.Context, channel string, limit int) ([]Out
 // DeleteChannel drops the pending entries and outcomes of a permanently
 // deleted channel and returns how many entries were pending.
 func (o *Outbox) DeleteChannel(ctx context.Context, channel string) (int, error) {
-	return o.opts.Storage.OutboxDeleteChannel(ctx, o.opts.Queue, channel)
+	n, err := o.opts.Storage.OutboxDeleteChannel(ctx, o.opts.Queue, channel)
+	o.kick(kick{channel: channel, drop: true})
+	return n, err
 }
 
 // Stats returns the counters, with Pending read from storage.
@@ -309,6 +330,7 @@ func (o *Outbox) setLastError(msg string) {
 
 // observe counts a terminal outcome and reports it.
 func (o *Outbox) observe(oc Outcome) {
+	o.recorded.Add(1)
 	switch oc.Kind {
 	case OutcomeDelivered:
 		o.deliveries.Add(1)

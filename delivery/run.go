@@ -13,9 +13,106 @@ import (
 // while Run is stopping so that a received ack is not forgotten.
 const finishTimeout = 10 * time.Second
 
+// maxRun bounds the entries one worker delivers from its channel before it
+// hands the channel back to Run, so that channels beyond Workers get their
+// turn.
+const maxRun = 32
+
+// Bounds of what Run keeps in memory besides storage: enqueue
+// notifications waiting for Run (beyond maxKicks they are replaced by one
+// read of the due heads), the payload size up to which a notification
+// carries the new head itself, and the payload bytes of the heads held for
+// channels waiting for a worker (beyond it a worker reads the head).
+const (
+	maxKicks      = 1024
+	maxHintBytes  = 16 << 10
+	maxReadyBytes = 8 << 20
+)
+
+// kick tells Run about a channel: new work (an Enqueue; head is the new
+// entry when it is the channel's head), or, with drop, that entries of the
+// channel were removed, so a head Run holds for it may be gone.
+type kick struct {
+	channel string
+	head    Entry
+	hasHead bool
+	drop    bool
+}
+
+// kick hands k to Run. It never blocks. While Run is not running nothing
+// is kept: Run reads the due heads when it starts.
+func (o *Outbox) kick(k kick) {
+	if !o.running.Load() {
+		return
+	}
+	if k.hasHead && len(k.head.Payload) > maxHintBytes {
+		k.head, k.hasHead = Entry{}, false
+	}
+	o.kmu.Lock()
+	if len(o.kicks) < maxKicks {
+		o.kicks = append(o.kicks, k)
+	} else {
+		o.kickOverflow = true
+	}
+	o.kmu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// workDone is a worker's report when it hands its channel back to Run.
+type workDone struct {
+	channel string
+	// next is the channel's due head that the worker did not send because
+	// it reached maxRun.
+	next    Entry
+	hasNext bool
+	// again: the worker does not know the channel's state (its entry was
+	// no longer pending); a worker reads its head again.
+	again bool
+	// retryAt, when set, is when the channel's head becomes due.
+	retryAt time.Time
+}
+
+// chanState is Run's record of a channel that is in flight or waits for a
+// worker.
+type chanState struct {
+	inflight bool
+	queued   bool
+	again    bool // new work arrived while in flight
+	head     Entry
+	hasHead  bool
+}
+
+// runLoop is the state of one Run: owned by Run's goroutine.
+type runLoop struct {
+	o        *Outbox
+	ctx      context.Context
+	wg       *sync.WaitGroup
+	done     chan workDone // capacity Workers: a worker never blocks on it
+	chans    map[string]*chanState
+	ready    []string // queued channels, oldest first
+	readyB   int      // payload bytes of the heads held by queued channels
+	inflight int
+	scan     bool      // read the due heads from storage
+	more     bool      // the last read was cut at its limit: read again once ready is empty
+	scanAt   time.Time // read the due heads at this time (zero: none planned)
+	kbuf     []kick
+	prunedAt int64 // o.recorded at the last prune of the history
+}
+
 // Run delivers due entries until ctx ends, then waits for the attempts in
 // flight and returns ctx's error. It sweeps expired entries first (expiry at
 // startup), then every SweepInterval. Only one Run may be active per Outbox.
+//
+// Run keeps per channel at most one entry in flight and at most Workers
+// channels at once. It learns about work from Enqueue (the new entry, when
+// it is its channel's head, is handed over without a storage read), from
+// the workers (the next head of a channel, read in the transaction that
+// records the outcome when the storage implements
+// [OutboxFinishNextStorage]) and, at start, on [Outbox.Wake] and when a
+// retry falls due, by reading the due heads from storage.
 func (o *Outbox) Run(ctx context.Context) error {
 	if !o.running.CompareAndSwap(false, true) {
 		return errors.New("delivery: Outbox.Run is already running")
@@ -27,158 +124,356 @@ func (o *Outbox) Run(ctx context.Context) error {
 
 	o.sweep(ctx)
 	lastSweep := time.Now()
-	inflight := make(map[string]bool, o.opts.Workers) // bounded by Workers
-	done := make(chan string, o.opts.Workers)
+	l := &runLoop{o: o, ctx: ctx, wg: &wg, done: make(chan workDone, o.opts.Workers),
+		chans: make(map[string]*chanState), scan: true}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 
 	for {
 		if time.Since(lastSweep) >= o.opts.SweepInterval {
 			o.sweep(ctx)
 			lastSweep = time.Now()
 		}
-		wait := o.opts.SweepInterval - time.Since(lastSweep)
-		if free := o.opts.Workers - len(inflight); free > 0 {
-			now := o.clock.Now()
-			heads, err := o.opts.Storage.OutboxDue(ctx, o.opts.Queue, now, len(inflight)+free)
-			switch {
-			case err != nil && ctx.Err() == nil:
-				o.setLastError("read due entries: " + err.Error())
-				wait = min(wait, o.opts.Backoff.Base)
-			case err == nil:
-				for _, h := range heads {
-					if free == 0 {
-						break
-					}
-					if inflight[h.Channel] {
-						continue
-					}
-					inflight[h.Channel] = true
-					free--
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						o.deliverChannel(ctx, h)
-						done <- h.Channel // never blocks: capacity Workers
-					}()
-				}
-				if free > 0 { // every due head is in flight: sleep until the next one
-					next, ok, err := o.opts.Storage.OutboxNextAttempt(ctx, o.opts.Queue, now)
-					if err == nil && ok {
-						wait = min(wait, max(next.Sub(now), 0))
-					}
-				}
-			}
+		if n := o.recorded.Load(); n-l.prunedAt >= int64(max(o.opts.HistoryMax/4, 1)) {
+			// Between sweeps, keep the history near HistoryMax under a
+			// steady flow of outcomes.
+			l.prunedAt = n
+			o.pruneOutcomes(ctx, o.clock.Now())
 		}
-		timer := time.NewTimer(max(wait, 0))
+		if o.scanReq.Swap(false) {
+			l.scan = true
+		}
+		l.takeKicks()
+		l.dispatch()
+		if (l.scan || l.more && len(l.ready) == 0) && l.free() > 0 {
+			l.readDue()
+			l.dispatch()
+		}
+		wait := o.opts.SweepInterval - time.Since(lastSweep)
+		if !l.scanAt.IsZero() {
+			wait = min(wait, l.scanAt.Sub(o.clock.Now()))
+		}
+		timer.Reset(max(wait, 0)) // no stale tick survives a Reset (Go 1.23 timers)
 		select {
 		case <-ctx.Done():
-			timer.Stop()
 			return ctx.Err()
-		case ch := <-done:
-			delete(inflight, ch)
+		case d := <-l.done:
+			l.finished(d)
 		case <-o.wake:
 		case <-timer.C:
 		}
-		timer.Stop()
-		// Take every completion and wake-up that is already there, so that
-		// one read of the due heads serves them all (completions of a group
-		// commit arrive together).
-		drainDone(done, inflight)
-		select {
-		case <-o.wake:
-		default:
+		// Take every completion that is already there, so that one pass
+		// serves them all (completions of a group commit arrive together).
+		l.drainDone()
+		if !l.scanAt.IsZero() && !o.clock.Now().Before(l.scanAt) {
+			l.scan, l.scanAt = true, time.Time{}
 		}
 	}
 }
 
-// drainDone removes from inflight the channels that done already reports,
-// without waiting.
-func drainDone(done <-chan string, inflight map[string]bool) {
+func (l *runLoop) free() int { return l.o.opts.Workers - l.inflight }
+
+// planScan makes Run read the due heads at t at the latest.
+func (l *runLoop) planScan(t time.Time) {
+	if l.scanAt.IsZero() || t.Before(l.scanAt) {
+		l.scanAt = t
+	}
+}
+
+// takeKicks applies the notifications of Enqueue and DeleteChannel.
+func (l *runLoop) takeKicks() {
+	o := l.o
+	o.kmu.Lock()
+	ks := o.kicks
+	o.kicks = l.kbuf[:0]
+	if o.kickOverflow {
+		o.kickOverflow = false
+		l.scan = true
+	}
+	o.kmu.Unlock()
+	for i, k := range ks {
+		if k.drop {
+			if st := l.chans[k.channel]; st != nil && st.hasHead {
+				l.readyB -= len(st.head.Payload)
+				st.head, st.hasHead = Entry{}, false
+			}
+		} else {
+			l.queue(k.channel, k.head, k.hasHead)
+		}
+		ks[i] = kick{}
+	}
+	l.kbuf = ks[:0]
+}
+
+// queue puts a channel that has work on the ready list, unless it is
+// there already; a channel in flight is queued again when its worker is
+// done. head, when hasHead, is the channel's head.
+func (l *runLoop) queue(channel string, head Entry, hasHead bool) {
+	st := l.chans[channel]
+	if st == nil {
+		st = &chanState{}
+		l.chans[channel] = st
+	}
+	switch {
+	case st.inflight:
+		st.again = true
+		return
+	case st.queued:
+		return
+	}
+	st.queued = true
+	if hasHead && l.readyB+len(head.Payload) <= maxReadyBytes {
+		st.head, st.hasHead = head, true
+		l.readyB += len(head.Payload)
+	}
+	l.ready = append(l.ready, channel)
+}
+
+// dispatch starts a worker for each queued channel while workers are free.
+func (l *runLoop) dispatch() {
+	n := 0
+	for n < len(l.ready) && l.free() > 0 && l.ctx.Err() == nil {
+		channel := l.ready[n]
+		n++
+		st := l.chans[channel]
+		h, has := st.head, st.hasHead
+		if has {
+			l.readyB -= len(h.Payload)
+		}
+		st.queued, st.inflight, st.again, st.head, st.hasHead = false, true, false, Entry{}, false
+		l.inflight++
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			l.done <- l.o.deliverChannel(l.ctx, channel, h, has) // never blocks: capacity Workers
+		}()
+	}
+	if n > 0 {
+		rest := copy(l.ready, l.ready[n:])
+		clear(l.ready[rest:])
+		l.ready = l.ready[:rest]
+	}
+}
+
+// finished takes a worker's report.
+func (l *runLoop) finished(d workDone) {
+	l.inflight--
+	st := l.chans[d.channel]
+	again := st.again
+	delete(l.chans, d.channel)
+	if !d.retryAt.IsZero() {
+		l.planScan(d.retryAt)
+	}
+	switch {
+	case d.hasNext && l.more:
+		// Channels beyond the last read of due heads wait: read again
+		// (it finds this channel too, in its place) before going on.
+		l.scan = true
+	case d.hasNext:
+		l.queue(d.channel, d.next, true)
+	case d.again || again:
+		l.queue(d.channel, Entry{}, false)
+	}
+}
+
+// drainDone takes the reports that are already there, without waiting.
+func (l *runLoop) drainDone() {
 	for {
 		select {
-		case ch := <-done:
-			delete(inflight, ch)
+		case d := <-l.done:
+			l.finished(d)
 		default:
 			return
 		}
 	}
 }
 
-// maxRun bounds the entries one worker delivers from its channel before it
-// hands the channel back to Run, so that channels beyond Workers get their
-// turn.
-const maxRun = 32
-
-// deliverChannel sends the head h of its channel and, when the storage can
-// read a channel's head, goes on with the channel's next due entries (at
-// most maxRun in all) while each one reaches a terminal outcome. Run keeps
-// the channel marked in flight meanwhile, so one channel never has two
-// sends at once and its order holds.
-func (o *Outbox) deliverChannel(ctx context.Context, h Entry) {
-	hs, _ := o.opts.Storage.(OutboxHeadStorage)
-	for range maxRun {
-		if !o.attempt(ctx, h) || hs == nil || ctx.Err() != nil {
-			return
+// readDue reads the due channel heads from storage and queues the
+// channels Run does not hold yet; then it plans the next read for the
+// earliest head that is not due.
+func (l *runLoop) readDue() {
+	o := l.o
+	l.scan, l.more = false, false
+	now := o.clock.Now()
+	// Held channels may be among the heads; up to Workers more wait in
+	// ready, so that with more due channels than workers one read serves
+	// many completions.
+	limit := len(l.chans) + l.free() + o.opts.Workers
+	heads, err := o.opts.Storage.OutboxDue(l.ctx, o.opts.Queue, now, limit)
+	if err != nil {
+		if l.ctx.Err() == nil {
+			o.setLastError("read due entries: " + err.Error())
+			l.planScan(now.Add(o.opts.Backoff.Base))
 		}
-		next, ok, err := hs.OutboxHead(ctx, h.Queue, h.Channel)
-		if err != nil || !ok || next.NextAttempt.After(o.clock.Now()) {
-			return
+		return
+	}
+	for _, h := range heads {
+		if _, held := l.chans[h.Channel]; !held {
+			l.queue(h.Channel, h, true)
 		}
-		h = next
+	}
+	if len(heads) >= limit {
+		l.more = true
+		return
+	}
+	next, ok, err := o.opts.Storage.OutboxNextAttempt(l.ctx, o.opts.Queue, now)
+	if err == nil && ok {
+		l.planScan(next)
 	}
 }
 
-// attempt sends one channel head and records the result. It reports
-// whether the entry reached a terminal outcome that storage recorded.
-func (o *Outbox) attempt(ctx context.Context, h Entry) bool {
-	now := o.clock.Now()
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-	defer cancel()
-	if !now.Before(h.ExpiresAt) { // expiry checked before every send
-		return o.finish(bctx, h, Outcome{Kind: OutcomeExpired, Message: "expired before delivery"}, now)
+// deliverChannel sends the head of its channel (h when have, else read
+// from storage) and goes on with the channel's next due entries (at most
+// maxRun in all) while each one reaches a terminal outcome. Run keeps the
+// channel marked in flight meanwhile, so one channel never has two sends
+// at once and its order holds. With [OutboxFinishNextStorage] the next
+// entry comes with the outcome's transaction, without a read of its own.
+func (o *Outbox) deliverChannel(ctx context.Context, channel string, h Entry, have bool) workDone {
+	d := workDone{channel: channel}
+	if !have {
+		var err error
+		if h, have, err = o.head(ctx, channel); err != nil || !have {
+			if err != nil && ctx.Err() == nil {
+				o.setLastError("read head: " + err.Error())
+				d.retryAt = o.clock.Now().Add(o.opts.Backoff.Base)
+			}
+			return d
+		}
 	}
+	for i := 1; ; i++ {
+		now := o.clock.Now()
+		if h.NextAttempt.After(now) {
+			d.retryAt = h.NextAttempt
+			return d
+		}
+		var r attemptResult
+		if !now.Before(h.ExpiresAt) { // expiry checked before every send
+			r = o.finishWait(ctx, h, Outcome{Kind: OutcomeExpired, Message: "expired before delivery"}, now)
+		} else if oc, retryAt := o.send(ctx, h); !retryAt.IsZero() {
+			r = attemptResult{retryAt: retryAt}
+		} else {
+			r = o.finishWait(ctx, h, oc, o.clock.Now())
+		}
+		switch {
+		case !r.retryAt.IsZero():
+			d.retryAt = r.retryAt
+			return d
+		case r.gone:
+			d.again = true
+			return d
+		case !r.known:
+			next, ok, err := o.head(ctx, channel)
+			if err != nil {
+				if ctx.Err() == nil {
+					o.setLastError("read head: " + err.Error())
+					d.retryAt = o.clock.Now().Add(o.opts.Backoff.Base)
+				}
+				return d
+			}
+			r.next, r.hasNext = next, ok
+		}
+		if !r.hasNext {
+			return d
+		}
+		if i >= maxRun || ctx.Err() != nil {
+			d.next, d.hasNext = r.next, true
+			return d
+		}
+		h = r.next
+	}
+}
+
+// head reads a channel's head. Without [OutboxHeadStorage] it asks Run
+// to read every due head and reports none.
+func (o *Outbox) head(ctx context.Context, channel string) (Entry, bool, error) {
+	hs, ok := o.opts.Storage.(OutboxHeadStorage)
+	if !ok {
+		o.Wake()
+		return Entry{}, false, nil
+	}
+	return hs.OutboxHead(ctx, o.opts.Queue, channel)
+}
+
+// attemptResult is what recording an attempt left behind.
+type attemptResult struct {
+	// retryAt is set when the entry stays pending: a temporary failure or
+	// an error of storage; the channel's head is due again then.
+	retryAt time.Time
+	// gone: the entry was no longer pending when its outcome was recorded.
+	gone bool
+	// known: next and hasNext hold the channel's next head (read with the
+	// outcome).
+	known   bool
+	next    Entry
+	hasNext bool
+}
+
+// send transmits one channel head. It returns the terminal outcome to
+// record (kind, code, message), or, after a temporary failure that it
+// recorded as a retry, when the entry is due again.
+func (o *Outbox) send(ctx context.Context, h Entry) (Outcome, time.Time) {
 	o.attempts.Add(1)
 	sctx, scancel := context.WithTimeout(ctx, o.opts.AttemptTimeout)
 	err := o.opts.Send(sctx, h)
 	scancel()
-	now = o.clock.Now()
 	switch {
 	case err == nil:
-		return o.finish(bctx, h, Outcome{Kind: OutcomeDelivered}, now)
+		return Outcome{Kind: OutcomeDelivered}, time.Time{}
 	case !IsTemporary(err):
 		pe := protocol.AsError(err)
-		return o.finish(bctx, h, Outcome{Kind: OutcomeFailed, Code: pe.Code, Message: pe.Message}, now)
-	default:
-		msg := err.Error()
-		if pe := protocol.AsError(err); pe != nil {
-			msg = pe.Error()
-		}
-		o.setLastError(msg)
-		attempts := h.Attempts + 1
-		next := now.Add(o.opts.Backoff.jittered(attempts))
-		if _, err := o.opts.Storage.OutboxRetry(bctx, h.Queue, h.Channel, h.MessageID, attempts, next, msg); err != nil {
-			o.setLastError("record retry: " + err.Error())
-		}
-		return false
+		return Outcome{Kind: OutcomeFailed, Code: pe.Code, Message: pe.Message}, time.Time{}
 	}
+	msg := err.Error()
+	if pe := protocol.AsError(err); pe != nil {
+		msg = pe.Error()
+	}
+	o.setLastError(msg)
+	attempts := h.Attempts + 1
+	next := o.clock.Now().Add(o.opts.Backoff.jittered(attempts))
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if _, err := o.opts.Storage.OutboxRetry(bctx, h.Queue, h.Channel, h.MessageID, attempts, next, msg); err != nil {
+		o.setLastError("record retry: " + err.Error())
+	}
+	return Outcome{}, next
 }
 
-// finish records a terminal outcome; it reports whether storage recorded
-// it (false on an error or when the entry was no longer pending).
-func (o *Outbox) finish(ctx context.Context, h Entry, oc Outcome, now time.Time) bool {
+// finishWait records a terminal outcome (see finish) with its own
+// deadline, which Run's end does not cut short: a received ack is not
+// forgotten.
+func (o *Outbox) finishWait(ctx context.Context, h Entry, oc Outcome, now time.Time) attemptResult {
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	return o.finish(bctx, h, oc, now)
+}
+
+// finish records a terminal outcome and, when the storage can, reads the
+// channel's next head in the same transaction.
+func (o *Outbox) finish(ctx context.Context, h Entry, oc Outcome, now time.Time) attemptResult {
 	oc.Queue, oc.Channel, oc.MessageID = h.Queue, h.Channel, h.MessageID
 	oc.Attempts, oc.CreatedAt, oc.ExpiresAt, oc.At = h.Attempts, h.CreatedAt, h.ExpiresAt, now
 	if oc.Kind == OutcomeDelivered || oc.Kind == OutcomeFailed {
 		oc.Attempts++
 	}
-	ok, err := o.opts.Storage.OutboxFinish(ctx, oc)
-	if err != nil {
+	var r attemptResult
+	var ok bool
+	var err error
+	if fs, isFS := o.opts.Storage.(OutboxFinishNextStorage); isFS {
+		ok, r.next, r.hasNext, err = fs.OutboxFinishNext(ctx, oc)
+		r.known = true
+	} else {
+		ok, err = o.opts.Storage.OutboxFinish(ctx, oc)
+	}
+	switch {
+	case err != nil:
 		o.setLastError("record outcome: " + err.Error())
-		return false
+		// The entry stays pending; it is sent again after a pause.
+		return attemptResult{retryAt: o.clock.Now().Add(o.opts.Backoff.Base)}
+	case !ok:
+		return attemptResult{gone: true}
 	}
-	if ok {
-		o.observe(oc)
-	}
-	return ok
+	o.observe(oc)
+	return r
 }
 
 // sweep expires entries in bounded batches and prunes the history.
@@ -199,6 +494,11 @@ func (o *Outbox) sweep(ctx context.Context) {
 			break
 		}
 	}
+	o.pruneOutcomes(ctx, now)
+}
+
+// pruneOutcomes bounds the outcome history by HistoryAge and HistoryMax.
+func (o *Outbox) pruneOutcomes(ctx context.Context, now time.Time) {
 	if _, err := o.opts.Storage.OutboxPruneOutcomes(ctx, o.opts.Queue, now.Add(-o.opts.HistoryAge), o.opts.HistoryMax); err != nil && ctx.Err() == nil {
 		o.setLastError("prune outcomes: " + err.Error())
 	}

@@ -66,6 +66,19 @@ type OutboxHeadStorage interface {
 	OutboxHead(ctx context.Context, queue, channel string) (e Entry, ok bool, err error)
 }
 
+// OutboxFinishNextStorage is an optional extension of [OutboxStorage]: a
+// storage that records an outcome and reads the channel's next head in the
+// same transaction saves a delivery worker one storage round trip per
+// message. *store.DB and *MemoryStorage implement it.
+type OutboxFinishNextStorage interface {
+	// OutboxFinishNext does what OutboxFinish does and, in the same
+	// transaction, returns the new head of o's channel (its pending entry
+	// with the lowest Seq); hasNext is false when the channel has none. When
+	// ok is false (the entry was no longer pending) nothing changed and next
+	// is not read.
+	OutboxFinishNext(ctx context.Context, o Outcome) (ok bool, next Entry, hasNext bool, err error)
+}
+
 // InboxRecord is the receiver's record that one message_id was completed:
 // every side effect done, the ack sent or about to be sent.
 type InboxRecord struct {

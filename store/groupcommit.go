@@ -58,6 +58,9 @@ type committer struct {
 	mu     sync.RWMutex // guards closed against sends in flight
 	closed bool
 
+	// free recycles operations (and their done channels) between calls.
+	free sync.Pool
+
 	// batches and batched count the committed transactions and the operations
 	// in them (for benchmarks: batched/batches is the mean batch size).
 	batches, batched atomic.Int64
@@ -76,7 +79,17 @@ func newCommitter(w *sql.DB, maxOps int, delay time.Duration) *committer {
 // held by the batch) and must not keep tx. When do returns nil the effects
 // of f are committed.
 func (c *committer) do(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error) error {
-	op := &gcOp{ctx: ctx, f: f, done: make(chan error, 1)}
+	op, _ := c.free.Get().(*gcOp)
+	if op == nil {
+		op = &gcOp{done: make(chan error, 1)}
+	}
+	op.ctx, op.f = ctx, f
+	defer func() {
+		// op.done is empty again: it was never sent, or its answer was
+		// taken below.
+		op.ctx, op.f = nil, nil
+		c.free.Put(op)
+	}()
 	c.mu.RLock()
 	if c.closed {
 		c.mu.RUnlock()

@@ -23,6 +23,7 @@ type hotStmt struct {
 type hotStmts struct {
 	// writer, used inside transactions
 	obProbe, obLookup, ocLookup, obInsert, obDelete, ocUpsert, obRetry hotStmt
+	obHead, obResched                                                  hotStmt
 	inInsert, inLookup, inCount                                        hotStmt
 	// readers
 	rDue, rNext, rHead, rPending, rOutcome, rInbox hotStmt
@@ -61,6 +62,7 @@ const (
 	sqlNext = `SELECT o.next_attempt FROM outbox o WHERE o.queue = ? AND o.next_attempt > ? AND ` + isHead + `
 		ORDER BY o.next_attempt LIMIT 1`
 	sqlPending = `SELECT COUNT(*) FROM outbox WHERE queue = ?`
+	sqlResched = `UPDATE outbox SET next_attempt = ? WHERE queue = ? AND channel = ? AND next_attempt > ?`
 	sqlHead    = `SELECT ` + outboxCols + ` FROM outbox WHERE queue = ? AND channel = ? ORDER BY seq LIMIT 1`
 )
 
@@ -76,7 +78,7 @@ func (db *DB) prepareHot(ctx context.Context) error {
 		{&h.obLookup, db.w, sqlObLookup}, {&h.ocLookup, db.w, sqlOcLookup}, {&h.obProbe, db.w, sqlObProbe},
 		{&h.obInsert, db.w, sqlObInsert}, {&h.obDelete, db.w, sqlObDelete}, {&h.ocUpsert, db.w, sqlOcUpsert},
 		{&h.obRetry, db.w, sqlObRetry}, {&h.inInsert, db.w, sqlInInsert}, {&h.inLookup, db.w, sqlInLookup},
-		{&h.inCount, db.w, sqlInCount},
+		{&h.inCount, db.w, sqlInCount}, {&h.obHead, db.w, sqlHead}, {&h.obResched, db.w, sqlResched},
 		{&h.rDue, db.r, sqlDue}, {&h.rNext, db.r, sqlNext}, {&h.rHead, db.r, sqlHead}, {&h.rPending, db.r, sqlPending},
 		{&h.rOutcome, db.r, sqlOcLookup}, {&h.rInbox, db.r, sqlInLookup},
 	}
@@ -101,7 +103,7 @@ func (db *DB) prepareHot(ctx context.Context) error {
 func (db *DB) closeHot() {
 	h := &db.hot
 	for _, s := range []*hotStmt{&h.obLookup, &h.ocLookup, &h.obProbe, &h.obInsert, &h.obDelete, &h.ocUpsert,
-		&h.obRetry, &h.inInsert, &h.inLookup, &h.inCount, &h.rDue, &h.rNext, &h.rHead, &h.rPending, &h.rOutcome, &h.rInbox} {
+		&h.obRetry, &h.inInsert, &h.inLookup, &h.inCount, &h.obHead, &h.obResched, &h.rDue, &h.rNext, &h.rHead, &h.rPending, &h.rOutcome, &h.rInbox} {
 		if s.st != nil {
 			s.st.Close()
 			s.st = nil

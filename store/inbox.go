@@ -93,5 +93,6 @@ var (
 	_ Leaser           = (*DB)(nil)
 	_ delivery.Storage = (*DB)(nil)
 
-	_ delivery.OutboxHeadStorage = (*DB)(nil)
+	_ delivery.OutboxHeadStorage       = (*DB)(nil)
+	_ delivery.OutboxFinishNextStorage = (*DB)(nil)
 )

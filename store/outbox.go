@@ -121,12 +121,13 @@ func (db *DB) OutboxEnqueue(ctx context.Context, e delivery.Entry, capacity int,
 				return err
 			}
 			res.Dropped = append(res.Dropped, evicted...)
+			n -= len(evicted)
 		}
 		if err := txRow(ctx, tx, &db.hot.obInsert,
 			e.Queue, e.Channel, e.MessageID, nonNil(e.Payload), ts(e.CreatedAt), ts(e.ExpiresAt), e.Attempts, ts(e.NextAttempt), e.LastError).Scan(&e.Seq); err != nil {
 			return fmt.Errorf("store: enqueue: %w", err)
 		}
-		res.Status, res.Entry = delivery.Enqueued, e
+		res.Status, res.Entry, res.Head = delivery.Enqueued, e, n <= 0
 		return nil
 	})
 	return res, err
@@ -190,14 +191,15 @@ func (db *DB) OutboxRetry(ctx context.Context, queue, channel, messageID string,
 	return ok, err
 }
 
-// OutboxReschedule implements delivery.OutboxStorage.
+// OutboxReschedule implements delivery.OutboxStorage (group committed on
+// SQLite).
 func (db *DB) OutboxReschedule(ctx context.Context, queue, channel string, at time.Time) error {
-	_, err := db.w.ExecContext(ctx, db.q(`UPDATE outbox SET next_attempt = ? WHERE queue = ? AND channel = ? AND next_attempt > ?`),
-		ts(at), queue, channel, ts(at))
-	if err != nil {
-		return fmt.Errorf("store: outbox reschedule: %w", err)
-	}
-	return nil
+	return db.batch(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := txExec(ctx, tx, &db.hot.obResched, ts(at), queue, channel, ts(at)); err != nil {
+			return fmt.Errorf("store: outbox reschedule: %w", err)
+		}
+		return nil
+	})
 }
 
 // OutboxFinish implements delivery.OutboxStorage (group committed on
@@ -215,6 +217,37 @@ func (db *DB) OutboxFinish(ctx context.Context, o delivery.Outcome) (bool, error
 		return db.recordOutcome(ctx, tx, o)
 	})
 	return ok, err
+}
+
+// OutboxFinishNext implements delivery.OutboxFinishNextStorage (group
+// committed on SQLite): OutboxFinish and the channel's new head in one
+// transaction.
+func (db *DB) OutboxFinishNext(ctx context.Context, o delivery.Outcome) (bool, delivery.Entry, bool, error) {
+	var ok, hasNext bool
+	var next delivery.Entry
+	err := db.batch(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		ok, hasNext, next = false, false, delivery.Entry{}
+		res, err := txExec(ctx, tx, &db.hot.obDelete, o.Queue, o.Channel, o.MessageID)
+		if err != nil {
+			return fmt.Errorf("store: outbox finish: %w", err)
+		}
+		if ok = affected(res) > 0; !ok {
+			return nil
+		}
+		if err := db.recordOutcome(ctx, tx, o); err != nil {
+			return err
+		}
+		next, err = scanEntry(txRow(ctx, tx, &db.hot.obHead, o.Queue, o.Channel))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil
+		case err != nil:
+			return fmt.Errorf("store: outbox finish: next head: %w", err)
+		}
+		hasNext = true
+		return nil
+	})
+	return ok, next, hasNext, err
 }
 
 // OutboxExpire implements delivery.OutboxStorage.

@@ -31,6 +31,7 @@ func TestStorage(t *testing.T, open func(t *testing.T) delivery.Storage) {
 		{"EnqueueIdempotent", testEnqueueIdempotent},
 		{"HeadsAndRetry", testHeadsAndRetry},
 		{"FinishAndDone", testFinishAndDone},
+		{"FinishNextAndHead", testFinishNextAndHead},
 		{"CapacityEviction", testCapacityEviction},
 		{"ExpiryAtEnqueue", testExpiryAtEnqueue},
 		{"ExpireSweep", testExpireSweep},
@@ -172,6 +173,64 @@ func testFinishAndDone(t *testing.T, s delivery.Storage) {
 	}
 	if n := must(s.OutboxPending(ctx, "q"))(t); n != 0 {
 		t.Fatalf("pending = %d, want 0", n)
+	}
+}
+
+// testFinishNextAndHead checks the optional extensions: the Head flag of
+// an enqueue (when the storage sets it, it must be right) and
+// OutboxFinishNext, which finishes an entry and reads the channel's next
+// head in one step.
+func testFinishNextAndHead(t *testing.T, s delivery.Storage) {
+	ctx := context.Background()
+	var seqs []int64
+	for i := range 3 {
+		r := must(s.OutboxEnqueue(ctx, entry("q", "c", fmt.Sprint("m", i), t0, time.Hour), 10, t0))(t)
+		if r.Head && i > 0 {
+			t.Fatalf("enqueue %d reported the head of a channel with older entries", i)
+		}
+		seqs = append(seqs, r.Entry.Seq)
+	}
+	// Eviction leaving nothing older: the new entry is the head.
+	r := must(s.OutboxEnqueue(ctx, entry("q", "solo", "a", t0, time.Hour), 1, t0))(t)
+	r2 := must(s.OutboxEnqueue(ctx, entry("q", "solo", "b", t0, time.Hour), 1, t0))(t)
+	if r2.Status != delivery.Enqueued || len(r2.Dropped) != 1 || r.Head != r2.Head {
+		t.Fatalf("enqueue into a full channel of one = %v dropped %d head %v, first head %v", r2.Status, len(r2.Dropped), r2.Head, r.Head)
+	}
+	fs, ok := s.(delivery.OutboxFinishNextStorage)
+	if !ok {
+		t.Skip("storage does not implement OutboxFinishNextStorage")
+	}
+	oc := func(id string) delivery.Outcome {
+		return delivery.Outcome{Queue: "q", Channel: "c", MessageID: id, Kind: delivery.OutcomeDelivered,
+			Attempts: 1, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), At: t0.Add(time.Second)}
+	}
+	for i := range 3 {
+		ok, next, hasNext := must3(fs.OutboxFinishNext(ctx, oc(fmt.Sprint("m", i))))(t)
+		if !ok {
+			t.Fatalf("finish of m%d reported false", i)
+		}
+		want := i < 2
+		if hasNext != want || want && (next.Seq != seqs[i+1] || next.MessageID != fmt.Sprint("m", i+1) ||
+			string(next.Payload) != "payload-"+next.MessageID || !next.ExpiresAt.Equal(t0.Add(time.Hour))) {
+			t.Fatalf("after m%d: next %+v %v", i, next, hasNext)
+		}
+		if got, ok, err := s.OutboxOutcome(ctx, "q", "c", fmt.Sprint("m", i)); err != nil || !ok || got != oc(fmt.Sprint("m", i)) {
+			t.Fatalf("outcome of m%d = %+v %v %v", i, got, ok, err)
+		}
+	}
+	if ok, _, hasNext := must3(fs.OutboxFinishNext(ctx, oc("m0")))(t); ok || hasNext {
+		t.Fatalf("second finish = %v %v, want false and no head", ok, hasNext)
+	}
+}
+
+// must3 is must for three results.
+func must3[A, B, C any](a A, b B, c C, err error) func(t *testing.T) (A, B, C) {
+	return func(t *testing.T) (A, B, C) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, b, c
 	}
 }
 
