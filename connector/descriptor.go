@@ -3,6 +3,7 @@ package connector
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/xconn/xconn/protocol"
@@ -75,9 +76,17 @@ func (s *Server) buildDescriptor(card *protocol.Card, snap chanSnap, profiles []
 			AccountHint: s.secrets.Scrub(hint),
 		},
 	}
-	neg := protocol.NegotiateProfiles(card.Supports.Profiles, profiles)
+	// A tool's Profile is enabled when both the Card and the channel's
+	// profiles have it (what protocol.NegotiateProfiles would say, without
+	// building its packet table on every open).
+	enabled := func(p protocol.Profile) bool {
+		return slices.Contains(profiles, p) && slices.Contains(card.Supports.Profiles, p)
+	}
+	if len(card.Tools) > 0 {
+		d.Tools = make([]protocol.ToolState, 0, len(card.Tools))
+	}
 	for _, t := range card.Tools {
-		d.Tools = append(d.Tools, s.toolState(t, snap, status, neg))
+		d.Tools = append(d.Tools, s.toolStateWith(t, snap, status, enabled))
 	}
 	return d
 }
@@ -85,8 +94,13 @@ func (s *Server) buildDescriptor(card *protocol.Card, snap chanSnap, profiles []
 // toolState is the availability of one Card tool on a channel: the
 // connector's override, else derived from the status and the profiles.
 func (s *Server) toolState(t protocol.Tool, snap chanSnap, status protocol.ConnectionStatus, neg *protocol.Negotiated) protocol.ToolState {
+	return s.toolStateWith(t, snap, status, neg.Has)
+}
+
+// toolStateWith is toolState with enabled telling the enabled Profiles.
+func (s *Server) toolStateWith(t protocol.Tool, snap chanSnap, status protocol.ConnectionStatus, enabled func(protocol.Profile) bool) protocol.ToolState {
 	st := protocol.ToolState{ToolID: t.ToolID}
-	if t.Profile != "" && !neg.Has(t.Profile) {
+	if t.Profile != "" && !enabled(t.Profile) {
 		st.Status, st.Reason = protocol.ToolNotSupported, fmt.Sprintf("profile %s is not enabled on this channel", t.Profile)
 		return st
 	}

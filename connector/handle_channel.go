@@ -1,13 +1,16 @@
 package connector
 
 import (
-	"errors"
+	"time"
 
 	"github.com/xconn/xconn/internal/signurl"
 	"github.com/xconn/xconn/protocol"
-	"github.com/xconn/xconn/store"
 )
 
+// handleOpen answers channel.open (section 8.3). A known channel of this
+// connector_id is reused: the open only moves its route to this socket,
+// nothing durable changes, so nothing is written. Any other open creates
+// and persists a new channel (see openNew).
 func (sess *session) handleOpen(env *protocol.Envelope) {
 	s := sess.srv
 	cid := sess.connector()
@@ -15,6 +18,7 @@ func (sess *session) handleOpen(env *protocol.Envelope) {
 	s.mu.Lock()
 	cs, ok := s.channels[id]
 	reuse := ok && id != "" && cs.rec.ConnectorID == cid
+	resume := false
 	if reuse {
 		if cs.open != sess {
 			if cs.open == nil {
@@ -22,30 +26,22 @@ func (sess *session) handleOpen(env *protocol.Envelope) {
 			}
 			cs.open = sess
 		}
+		resume = cs.takeDeferred()
 	}
 	s.mu.Unlock()
 	if !reuse {
-		now := s.now()
-		rec := store.Channel{
-			CardID: s.card.ConnectorCardID, ChannelID: signurl.RandomID("cch_"), ConnectorID: cid,
-			Status: protocol.StatusCreated, CreatedAt: now, UpdatedAt: now,
-		}
-		if err := s.opts.Store.PutChannel(sess.ctx, rec); err != nil {
-			code := protocol.CodeInternal
-			if errors.Is(err, store.ErrLimit) {
-				code = protocol.CodeConnectorChannelUnavailable
-			}
-			s.log.Error("connector: persist channel", "err", err)
-			sess.sendError(env, protocol.Errorf(code, "cannot create a channel"))
-			return
-		}
-		id = rec.ChannelID
-		s.mu.Lock()
-		s.channels[id] = &chanState{rec: rec, open: sess}
-		s.mu.Unlock()
-		s.metrics.openChannels.Inc()
-		s.metrics.channelsCreated.Inc()
+		sess.openNew(env)
+		return
 	}
+	sess.ackOpen(env, id)
+	if resume {
+		s.resumeDelivery(id)
+	}
+}
+
+// ackOpen sends channel.open.ack with the channel's Descriptor.
+func (sess *session) ackOpen(env *protocol.Envelope, id string) {
+	s := sess.srv
 	d, err := s.descriptor(sess.ctx, id)
 	if err != nil {
 		s.log.Error("connector: descriptor", "channel", id, "err", err)
@@ -54,8 +50,14 @@ func (sess *session) handleOpen(env *protocol.Envelope) {
 	}
 	ack := env.Reply(protocol.TypeChannelOpenAck)
 	ack.ConnectorChannelID = id
-	sess.replyEnv(ack, protocol.ChannelOpenAckPayload{ConnectorChannelID: id, ConnectionDescriptor: d})
-	s.resumeDelivery(id)
+	raw, err := encodeOpenAck(id, d)
+	if err != nil {
+		sess.replyEnv(ack, protocol.ChannelOpenAckPayload{ConnectorChannelID: id, ConnectionDescriptor: d})
+		return
+	}
+	ack.PacketID, ack.Time = signurl.RandomID("pkt_"), time.Now().UnixMilli()
+	ack.Payload = raw
+	_ = sess.send(sess.ctx, ack)
 }
 
 func (sess *session) handleClose(env *protocol.Envelope) {

@@ -115,11 +115,11 @@ func (s *Server) prepareDelivery() error {
 	}
 	s.dstore = st
 	var err error
-	if s.outbox, err = delivery.NewOutbox(delivery.OutboxOptions{Storage: st, Queue: queueIMv2, Send: s.sendChat,
+	if s.outbox, err = delivery.NewOutbox(delivery.OutboxOptions{Storage: st, Queue: queueIMv2, Send: s.trackSend(deferIMv2, s.sendChat),
 		TTL: s.opts.OutboxTTL, Capacity: s.opts.OutboxCapacity, AttemptTimeout: s.opts.AckTimeout + 5*time.Second}); err != nil {
 		return fmt.Errorf("connector: outbox: %w", err)
 	}
-	if s.outv1, err = delivery.NewOutbox(delivery.OutboxOptions{Storage: st, Queue: queueIMv1, Send: s.sendPush,
+	if s.outv1, err = delivery.NewOutbox(delivery.OutboxOptions{Storage: st, Queue: queueIMv1, Send: s.trackSend(deferIMv1, s.sendPush),
 		TTL: s.opts.OutboxTTL, Capacity: s.opts.OutboxCapacity}); err != nil {
 		return fmt.Errorf("connector: outbox: %w", err)
 	}
@@ -148,6 +148,10 @@ func (s *Server) restore(ctx context.Context) ([]boundChannel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connector: restore channels: %w", err)
 	}
+	var deferred uint8
+	if !s.outboxesEmpty(ctx) {
+		deferred = deferRestored
+	}
 	now := s.now()
 	var bound []boundChannel
 	s.mu.Lock()
@@ -165,7 +169,9 @@ func (s *Server) restore(ctx context.Context) ([]boundChannel, error) {
 			s.log.Warn("connector: restore binding", "channel", rec.ChannelID, "err", err)
 		}
 		s.secrets.Add(b.Secrets...)
-		s.channels[rec.ChannelID] = &chanState{rec: rec, binding: b}
+		// Entries of a previous run may wait for a later attempt: then
+		// the first open resumes delivery.
+		s.channels[rec.ChannelID] = &chanState{rec: rec, binding: b, deferred: deferred}
 		if _, ok := s.leases[rec.ConnectorID]; !ok {
 			s.leases[rec.ConnectorID] = &lease{until: now.Add(s.opts.LeaseGrace)}
 		}

@@ -21,6 +21,10 @@ type chanState struct {
 	binding Binding
 	tools   map[string]ToolAvailability
 	open    *session // socket the channel is open on, nil when none
+	// deferred marks outbox entries of the channel that may wait for a
+	// later attempt (deferIMv2, deferIMv1, deferRestored; see
+	// open_resume.go).
+	deferred uint8
 }
 
 // chanSnap is a consistent copy of a chanState.

@@ -14,7 +14,9 @@ func (db *DB) bindingAAD(cardID, channelID string) []byte {
 
 // PutChannel inserts or updates a channel (keeping CreatedAt of an existing
 // one); a new channel beyond Options.MaxChannels per card fails with
-// ErrLimit. Binding is encrypted.
+// ErrLimit. Binding is encrypted. On SQLite the write goes through the
+// group committer, so concurrent PutChannel calls (and the delivery
+// engine's writes) share one commit.
 func (db *DB) PutChannel(ctx context.Context, ch Channel) error {
 	now := db.now()
 	if ch.CreatedAt.IsZero() {
@@ -24,7 +26,7 @@ func (db *DB) PutChannel(ctx context.Context, ch Channel) error {
 		ch.UpdatedAt = now
 	}
 	binding := db.aead.seal(ch.Binding, db.bindingAAD(ch.CardID, ch.ChannelID))
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.batch(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := db.lock(ctx, tx, "channels:"+ch.CardID); err != nil {
 			return err
 		}
@@ -37,15 +39,7 @@ func (db *DB) PutChannel(ctx context.Context, ch Channel) error {
 		if affected(res) > 0 {
 			return nil
 		}
-		if err := db.checkCount(ctx, tx, `SELECT COUNT(*) FROM channels WHERE card_id = ?`, db.opts.MaxChannels, "channels", ch.CardID); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, db.q(`INSERT INTO channels (`+channelCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			ch.CardID, ch.ChannelID, ch.ConnectorID, ch.Status, ch.FlowID, binding, ch.DisplayName, ch.AccountHint,
-			ts(ch.CreatedAt), ts(ch.UpdatedAt)); err != nil {
-			return fmt.Errorf("store: put channel: %w", err)
-		}
-		return nil
+		return db.insertChannel(ctx, tx, ch, binding)
 	})
 }
 

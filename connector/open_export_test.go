@@ -1,0 +1,4 @@
+package connector
+
+// EncodeOpenAck exposes encodeOpenAck to the external tests.
+var EncodeOpenAck = encodeOpenAck
