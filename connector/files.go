@@ -28,13 +28,15 @@ type File struct {
 	path      string
 }
 
-// Open opens the file's bytes; the caller closes the reader.
+// Open opens the file's bytes; the caller closes the reader. The reader is
+// also an io.Seeker, and io.Copy from it to a socket or a file stays in the
+// kernel (sendfile, copy_file_range).
 func (f *File) Open() (io.ReadCloser, error) {
 	r, err := os.Open(f.path)
 	if err != nil {
 		return nil, fmt.Errorf("connector: open file %s: %w", f.Ref, err)
 	}
-	return r, nil
+	return fileReader{r}, nil
 }
 
 func fileOf(rec store.File) File {
@@ -61,13 +63,10 @@ func (s *Server) saveFile(ctx context.Context, channel, direction, name, mimeTyp
 	if err != nil {
 		return store.File{}, fmt.Errorf("connector: create file: %w", err)
 	}
-	n, err := io.Copy(f, io.LimitReader(r, s.opts.MaxUploadBytes+1))
+	n, err := copyToFile(f, r, s.opts.MaxUploadBytes)
 	cerr := f.Close()
 	if err == nil {
 		err = cerr
-	}
-	if err == nil && n > s.opts.MaxUploadBytes {
-		err = errTooLarge
 	}
 	if err != nil {
 		_ = os.Remove(path)

@@ -18,7 +18,9 @@ import (
 const maxFormField = 64 << 10
 
 // serveUpload is POST /files/uploads: one multipart "file" part streamed
-// to disk, bound to the channel of X-XAgent-Connector-Channel-ID.
+// to disk, bound to the channel of X-XAgent-Connector-Channel-ID. The body
+// is parsed by formReader, which writes the part to the file cache in
+// large chunks straight from its read buffer.
 func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	if !s.checkAPIKey(w, r) {
 		return
@@ -37,7 +39,11 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxUploadBytes+1<<20)
-	mr, err := r.MultipartReader()
+	bufSize := formBufSize // a small upload of known length gets a small buffer
+	if r.ContentLength >= 0 && r.ContentLength < formBufSize {
+		bufSize = max(int(r.ContentLength)+1, 4096)
+	}
+	mr, err := newFormReader(r.Body, r.Header.Get("Content-Type"), bufSize)
 	if err != nil {
 		writeJSONError(w, http.StatusBadRequest, string(protocol.CodeInvalidPacket), "multipart/form-data body required")
 		return

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"mime/multipart"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -145,13 +143,13 @@ func (h *Host) downloadOne(ctx context.Context, base *url.URL, dir string, cf pr
 	if err != nil {
 		return File{}, fail(true, "cannot store the file")
 	}
-	n, err := io.Copy(fh, io.LimitReader(resp.Body, h.opts.MaxFileBytes+1))
+	n, err := copyChunks(fh, resp.Body, h.opts.MaxFileBytes)
 	if cerr := fh.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil || n > h.opts.MaxFileBytes {
+	if err != nil {
 		_ = os.Remove(fh.Name())
-		if n > h.opts.MaxFileBytes {
+		if errors.Is(err, errFileTooLarge) {
 			return File{}, &protocol.Error{Code: CodeFileTooLarge, Message: fmt.Sprintf("file exceeds the limit of %d bytes", h.opts.MaxFileBytes)}
 		}
 		return File{}, fail(true, "download interrupted")
@@ -204,53 +202,33 @@ func (h *Host) upload(ctx context.Context, rt *runtime, channelID string, f Outg
 		ft = fileTypeOf(mt)
 	}
 
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	writeDone := make(chan error, 1)
-	go func() { // owned by this call: waited for below
-		hdr := textproto.MIMEHeader{}
-		hdr.Set("Content-Disposition", mime.FormatMediaType("form-data", map[string]string{"name": "file", "filename": name}))
-		hdr.Set("Content-Type", mt)
-		part, err := mw.CreatePart(hdr)
-		if err == nil {
-			_, err = io.Copy(part, fh)
-		}
-		if err == nil {
-			err = mw.Close()
-		}
-		pw.CloseWithError(err)
-		writeDone <- err
-	}()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint(base, protocol.PathFileUploads), pr)
+	body, err := newUploadBody(fh, name, mt)
 	if err != nil {
-		pr.CloseWithError(err)
-		<-writeDone
 		return protocol.ChatFile{}, fmt.Errorf("upload: %w", err)
 	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint(base, protocol.PathFileUploads), body)
+	if err != nil {
+		return protocol.ChatFile{}, fmt.Errorf("upload: %w", err)
+	}
+	req.Header.Set("Content-Type", body.contentType)
 	req.Header.Set(protocol.HeaderChannelID, channelID)
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	resp, err := h.opts.HTTPClient.Do(req)
-	pr.CloseWithError(errors.New("upload finished"))
-	werr := <-writeDone
 	if err != nil {
 		return protocol.ChatFile{}, fmt.Errorf("upload: %w", redactURLError(err))
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, h.opts.MaxCardBytes))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, h.opts.MaxCardBytes))
 	if err != nil {
 		return protocol.ChatFile{}, fmt.Errorf("upload: read answer: %w", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return protocol.ChatFile{}, fmt.Errorf("upload: HTTP %d", resp.StatusCode)
 	}
-	if werr != nil && !errors.Is(werr, io.ErrClosedPipe) {
-		return protocol.ChatFile{}, fmt.Errorf("upload: write body: %w", werr)
-	}
 	var ur protocol.UploadResponse
-	if err := json.Unmarshal(body, &ur); err != nil || ur.FileRef == "" {
+	if err := json.Unmarshal(answer, &ur); err != nil || ur.FileRef == "" {
 		return protocol.ChatFile{}, errors.New("upload: answer has no file_ref")
 	}
 	out := protocol.ChatFile{Type: ur.FileType, FileRef: ur.FileRef, Filename: ur.Filename, MimeType: mt, ByteSize: ur.ByteSize, ExpiresAt: ur.ExpiresAt}
