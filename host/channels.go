@@ -1,10 +1,12 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,10 +46,87 @@ func validateDescriptor(d *protocol.Descriptor, card *protocol.Card, channelID, 
 	return vs
 }
 
+// maxSharedCatalogs bounds the distinct channel catalogs a session keeps
+// for sharing; beyond it each route gets its own.
+const maxSharedCatalogs = 64
+
+// catalog returns the channel catalog of a Descriptor's profiles: the
+// hello-level negotiation narrowed to them, shared by the session's routes.
+func (s *session) catalog(profiles []protocol.Profile) *protocol.Negotiated {
+	key := profileKey(profiles)
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	if n := s.catalogs[key]; n != nil {
+		return n
+	}
+	n := protocol.NegotiateProfiles(profiles, s.neg.Profiles())
+	if len(s.catalogs) < maxSharedCatalogs {
+		s.catalogs[key] = n
+	}
+	return n
+}
+
+// profileKey is a map key for a profile list.
+func profileKey(profiles []protocol.Profile) string {
+	var key strings.Builder
+	for _, p := range profiles {
+		key.WriteString(string(p))
+		key.WriteByte(0)
+	}
+	return key.String()
+}
+
+// maxInterned bounds the strings a session keeps for sharing among its
+// routes' Descriptors.
+const maxInterned = 4096
+
+// intern replaces the strings of d that repeat from channel to channel
+// (schema, card and instance ids, target, profiles, statuses, tool ids) by
+// the session's copies, so that the Descriptors of open channels share
+// them instead of holding one decoded copy each. d must not be shared with
+// another goroutine yet.
+func (s *session) intern(d *protocol.Descriptor) {
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	if s.strs == nil {
+		s.strs = map[string]string{}
+	}
+	internString(s.strs, &d.Schema)
+	c := &d.Connection
+	internString(s.strs, &c.ConnectorCardID)
+	internString(s.strs, &c.ConnectorID)
+	internString(s.strs, &c.TargetType)
+	internString(s.strs, &c.Status)
+	for i := range c.Profiles {
+		internString(s.strs, &c.Profiles[i])
+	}
+	internString(s.strs, &d.Target.Provider)
+	internString(s.strs, &d.Target.Label)
+	for i := range d.Tools {
+		t := &d.Tools[i]
+		internString(s.strs, &t.ToolID)
+		internString(s.strs, &t.Status)
+		internString(s.strs, &t.TargetPermissionState)
+		internString(s.strs, &t.Reason)
+	}
+}
+
+func internString[T ~string](m map[string]string, p *T) {
+	if *p == "" {
+		return
+	}
+	if v, ok := m[string(*p)]; ok {
+		*p = T(v)
+		return
+	}
+	if len(m) < maxInterned {
+		m[string(*p)] = string(*p)
+	}
+}
+
 func (s *session) newRoute(channelID, ucID, userID string, d *protocol.Descriptor) *route {
-	r := &route{channelID: channelID, ucID: ucID, userID: userID, desc: d}
-	r.neg = protocol.NegotiateProfiles(d.Connection.Profiles, s.neg.Profiles())
-	return r
+	s.intern(d)
+	return &route{channelID: channelID, ucID: ucID, userID: userID, desc: d, neg: s.catalog(d.Connection.Profiles)}
 }
 
 func (s *session) route(channelID string) *route {
@@ -79,8 +158,9 @@ func (s *session) updateRoute(channelID string, fn func(r *route)) *route {
 
 // withDescriptor sets a route's Descriptor and rebuilds its catalog.
 func (s *session) withDescriptor(r *route, d *protocol.Descriptor) {
+	s.intern(d)
 	r.desc = d
-	r.neg = protocol.NegotiateProfiles(d.Connection.Profiles, s.neg.Profiles())
+	r.neg = s.catalog(d.Connection.Profiles)
 }
 
 func (s *session) dropRoute(channelID string) {
@@ -164,23 +244,39 @@ func (rt *runtime) reopenAll(ctx context.Context, s *session) {
 	wg.Wait()
 }
 
-// reopen opens one persisted channel on s and updates its record when the
-// connector answered with another id or Descriptor.
+// reopen opens one persisted channel on s and updates its record with the
+// id and Descriptor the connector answered with (or a Descriptor pushed
+// since), when they differ from the stored ones. A channel closed while it reopened (logout, close, delete) keeps
+// its record as the closing left it.
 func (rt *runtime) reopen(ctx context.Context, s *session, uc store.UserChannel) (*route, error) {
 	r, err := s.openChannel(ctx, uc.ChannelID, uc.ID, uc.UserID)
 	if err != nil {
 		return nil, err
 	}
-	descJSON, _ := json.Marshal(r.desc)
 	detail := "reopened"
 	if r.channelID != uc.ChannelID {
 		detail = "reopened with a new connector_channel_id"
 	}
-	uc.ChannelID = r.channelID
-	uc.Descriptor = descJSON
-	uc.Authenticated = r.desc.Authenticated()
-	uc.UpdatedAt = time.Now().UTC()
-	if err := rt.h.st.PutUserChannel(ctx, uc); err != nil {
+	_, err = rt.h.updateUserChannel(ctx, uc.ID, func(rec *store.UserChannel) error {
+		cur := s.route(r.channelID)
+		if cur == nil {
+			return &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: "channel closed while it reopened", Retryable: true}
+		}
+		descJSON, err := json.Marshal(cur.desc)
+		if err != nil {
+			return fmt.Errorf("encode descriptor: %w", err)
+		}
+		r = cur
+		if rec.ChannelID == cur.channelID && rec.Authenticated == cur.desc.Authenticated() && bytes.Equal(rec.Descriptor, descJSON) {
+			return errSkipWrite // the usual reconnect: nothing changed, no write
+		}
+		rec.ChannelID = cur.channelID
+		rec.Descriptor = descJSON
+		rec.Authenticated = cur.desc.Authenticated()
+		rec.UpdatedAt = time.Now().UTC()
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("store user channel: %w", err)
 	}
 	rt.h.emit(Event{Kind: EventChannel, CardID: rt.cardID, UserChannelID: uc.ID, ChannelID: r.channelID, Detail: detail})
@@ -212,35 +308,64 @@ func (rt *runtime) onDescriptorPush(ctx context.Context, s *session, env *protoc
 	}
 	nr := s.updateRoute(r.channelID, func(n *route) { s.withDescriptor(n, p.ConnectionDescriptor) })
 	if nr == nil || nr.ucID == "" {
+		return // closed, or a sign-in channel: its sign-in stores the newer Descriptor
+	}
+	// The record changes under its lock, and only while the route still
+	// holds this Descriptor: a logout, reopen or sign-in of the channel is
+	// then wholly before or wholly after this push (a logout drops the route
+	// under the same lock, so a push it overtook cannot sign the record in
+	// again).
+	unlock := rt.h.chans.lockRecord(nr.ucID)
+	if cur := s.route(nr.channelID); cur == nil || cur.desc != nr.desc {
+		unlock()
 		return
 	}
-	uc, err := rt.h.st.GetUserChannel(ctx, r.ucID)
+	uc, err := rt.h.st.GetUserChannel(ctx, nr.ucID)
+	if err == nil {
+		uc.Descriptor, _ = json.Marshal(nr.desc)
+		uc.Authenticated = nr.desc.Authenticated()
+		uc.UpdatedAt = time.Now().UTC()
+		err = rt.h.putUserChannel(ctx, uc)
+	}
+	unlock()
 	if err != nil {
-		return
-	}
-	uc.Descriptor, _ = json.Marshal(nr.desc)
-	uc.Authenticated = nr.desc.Authenticated()
-	uc.UpdatedAt = time.Now().UTC()
-	if err := rt.h.st.PutUserChannel(ctx, uc); err != nil {
-		rt.h.log.Warn("host: store pushed descriptor", "user_channel", uc.ID, "err", err)
+		rt.h.log.Warn("host: store pushed descriptor", "user_channel", nr.ucID, "err", err)
 		return
 	}
 	rt.h.emit(Event{Kind: EventChannel, CardID: rt.cardID, UserChannelID: uc.ID, ChannelID: uc.ChannelID, Detail: "descriptor " + nr.desc.Connection.Status})
 }
 
 // Channels lists the user's channels of a connector (all of the user's
-// channels of every connector when cardID is "").
+// channels of every connector when cardID is ""). A user's channels are
+// served from the host's cache; userID "" lists every user's from the store.
 func (h *Host) Channels(ctx context.Context, userID, cardID string) ([]store.UserChannel, error) {
-	if cardID != "" {
+	if userID == "" && cardID != "" {
 		return h.st.ListUserChannels(ctx, userID, cardID)
 	}
 	var out []store.UserChannel
 	for _, rt := range h.runtimes() {
-		ucs, err := h.st.ListUserChannels(ctx, userID, rt.cardID)
+		if cardID != "" && rt.cardID != cardID {
+			continue
+		}
+		if userID == "" {
+			ucs, err := h.st.ListUserChannels(ctx, userID, rt.cardID)
+			if err != nil {
+				return nil, fmt.Errorf("host: channels: %w", err)
+			}
+			out = append(out, ucs...)
+			continue
+		}
+		cc, err := h.userCards(ctx, userID, rt.cardID)
 		if err != nil {
 			return nil, fmt.Errorf("host: channels: %w", err)
 		}
-		out = append(out, ucs...)
+		for _, c := range cc.list {
+			out = append(out, c.record())
+		}
+	}
+	if cardID != "" && out == nil && h.runtime(cardID) == nil {
+		// A connector that is not admitted (any more): its records, if any.
+		return h.st.ListUserChannels(ctx, userID, cardID)
 	}
 	return out, nil
 }
@@ -298,17 +423,28 @@ func (h *Host) Logout(ctx context.Context, userChannelID string) error {
 	if err := env.DecodePayload(&p); err != nil {
 		return fmt.Errorf("host: logout: %w", protocol.Errorf(protocol.CodeInvalidPacket, "auth.logout.ack payload: %v", err))
 	}
-	uc, err = h.st.GetUserChannel(ctx, userChannelID)
-	if err != nil {
-		return fmt.Errorf("host: logout: %w", err)
-	}
 	_, _, card := rt.view()
-	if p.ConnectionDescriptor != nil && len(validateDescriptor(p.ConnectionDescriptor, card, r.channelID, s.connectorID)) == 0 {
-		uc.Descriptor, _ = json.Marshal(p.ConnectionDescriptor)
+	desc := p.ConnectionDescriptor
+	if desc != nil && len(validateDescriptor(desc, card, r.channelID, s.connectorID)) > 0 {
+		desc = nil
 	}
-	uc.Authenticated = false
-	uc.UpdatedAt = time.Now().UTC()
-	if err := h.st.PutUserChannel(ctx, uc); err != nil {
+	// The route goes first, under the record's lock: a Descriptor push
+	// still in flight then finds no route and cannot sign the record in
+	// again after this.
+	uc, err = h.updateUserChannel(ctx, userChannelID, func(rec *store.UserChannel) error {
+		s.dropRoute(r.channelID)
+		if desc != nil {
+			b, err := json.Marshal(desc)
+			if err != nil {
+				return fmt.Errorf("encode descriptor: %w", err)
+			}
+			rec.Descriptor = b
+		}
+		rec.Authenticated = false
+		rec.UpdatedAt = time.Now().UTC()
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("host: logout: %w", err)
 	}
 	s.closeChannel(ctx, r.channelID)
@@ -328,7 +464,10 @@ func (h *Host) CloseChannel(ctx context.Context, userChannelID string) error {
 	if s == nil || s.route(uc.ChannelID) == nil {
 		return nil
 	}
+	unlock := h.chans.lockRecord(uc.ID)
 	s.dropRoute(uc.ChannelID)
+	unlock()
+	h.chans.invalidate(uc.UserID)
 	if _, err := s.request(ctx, protocol.TypeChannelClose, uc.ChannelID, protocol.EmptyPayload{}, reqOpts{}); err != nil {
 		return fmt.Errorf("host: close channel: %w", err)
 	}
@@ -366,23 +505,34 @@ func (h *Host) BindSession(ctx context.Context, userChannelID, sessionID string)
 	if err != nil {
 		return fmt.Errorf("host: bind session: %w", err)
 	}
+	unlock := h.chans.lockAll() // several records of the user may change
+	defer unlock()
 	if sessionID != "" {
-		all, err := h.Channels(ctx, uc.UserID, "")
-		if err != nil {
-			return err
-		}
-		for _, o := range all {
-			if o.ID != uc.ID && o.SessionID == sessionID {
-				o.SessionID = ""
-				if err := h.st.PutUserChannel(ctx, o); err != nil {
-					return fmt.Errorf("host: bind session: %w", err)
+		for _, rt := range h.runtimes() {
+			all, err := h.st.ListUserChannels(ctx, uc.UserID, rt.cardID)
+			if err != nil {
+				return fmt.Errorf("host: bind session: %w", err)
+			}
+			for _, o := range all {
+				if o.ID != uc.ID && o.SessionID == sessionID {
+					o.SessionID = ""
+					if err := h.putUserChannel(ctx, o); err != nil {
+						return fmt.Errorf("host: bind session: %w", err)
+					}
 				}
 			}
 		}
 	}
+	// Read again under the lock: a concurrent writer may have changed it.
+	if uc, err = h.st.GetUserChannel(ctx, userChannelID); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("host: bind session: %w", ErrUnknownChannel)
+		}
+		return fmt.Errorf("host: bind session: %w", err)
+	}
 	uc.SessionID = sessionID
 	uc.UpdatedAt = time.Now().UTC()
-	if err := h.st.PutUserChannel(ctx, uc); err != nil {
+	if err := h.putUserChannel(ctx, uc); err != nil {
 		return fmt.Errorf("host: bind session: %w", err)
 	}
 	return nil

@@ -9,7 +9,6 @@ import (
 
 	"github.com/xconn/xconn/delivery"
 	"github.com/xconn/xconn/protocol"
-	"github.com/xconn/xconn/store"
 )
 
 // handleChat processes one inbound chat.message or message.push on its
@@ -103,10 +102,11 @@ func (rt *runtime) handlePush(ctx context.Context, s *session, r *route, env *pr
 
 // userMessage builds the Agent's message, downloading its files.
 func (rt *runtime) userMessage(ctx context.Context, r *route, messageID, text string, files []protocol.ChatFile, profile protocol.Profile) (*UserMessage, error) {
-	uc, err := rt.h.st.GetUserChannel(ctx, r.ucID)
+	c, err := rt.h.userChannel(ctx, r.userID, rt.cardID, r.ucID)
 	if err != nil {
 		return nil, &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: "user channel not found", Retryable: true}
 	}
+	uc := &c.uc // shared with the cache: read only
 	base, _, _ := rt.view()
 	local, err := rt.h.download(ctx, base, uc.ID, files)
 	if err != nil {
@@ -171,21 +171,21 @@ func (m *chanMutex) lock(ctx context.Context) error {
 func (m *chanMutex) unlock() { <-*m }
 
 // live returns the session and route of the channel when it is open now.
-func (rs *replyStream) live(ctx context.Context) (store.UserChannel, *runtime, *session, *route, error) {
-	uc, rt, err := rs.h.channelRuntime(ctx, rs.ucID)
+func (rs *replyStream) live(ctx context.Context) (*runtime, *session, *route, error) {
+	c, rt, err := rs.h.channelByID(ctx, rs.ucID)
 	if err != nil {
-		return uc, nil, nil, nil, err
+		return nil, nil, nil, err
 	}
 	s := rt.session()
 	if s == nil {
-		return uc, rt, nil, nil, nil
+		return rt, nil, nil, nil
 	}
-	return uc, rt, s, s.route(uc.ChannelID), nil
+	return rt, s, s.route(c.uc.ChannelID), nil
 }
 
 // push sends a best-effort packet (activity, delta) when allowed.
 func (rs *replyStream) push(ctx context.Context, typ string, payload any) (bool, error) {
-	_, _, s, r, err := rs.live(ctx)
+	_, s, r, err := rs.live(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -247,16 +247,16 @@ func (rs *replyStream) Final(ctx context.Context, text string, files ...Outgoing
 	if text == "" && len(files) == 0 {
 		return "", protocol.Errorf(protocol.CodeInvalidPacket, "a final message needs text or files")
 	}
-	uc, rt, err := rs.h.channelRuntime(ctx, rs.ucID)
+	c, rt, err := rs.h.channelByID(ctx, rs.ucID)
 	if err != nil {
 		return "", err
 	}
-	if !rs.channelAllows(rt, uc, protocol.TypeChatMessage) {
+	if !c.parsed || !rt.catalog(c.profiles).Allows(protocol.TypeChatMessage, protocol.ToConnector) {
 		return id, nil // outside the negotiated catalog: filtered silently
 	}
 	p := protocol.ChatMessagePayload{MessageID: id, Text: text, CreatedAt: nowMillis()}
 	for _, f := range files {
-		cf, err := rs.h.upload(ctx, rt, uc.ChannelID, f)
+		cf, err := rs.h.upload(ctx, rt, c.uc.ChannelID, f)
 		if err != nil {
 			return "", err
 		}
@@ -272,22 +272,10 @@ func (rs *replyStream) Final(ctx context.Context, text string, files ...Outgoing
 	return id, nil
 }
 
-// channelAllows checks the negotiated catalog of a channel from its stored
-// Descriptor (so a final can be queued while the channel is offline).
-func (rs *replyStream) channelAllows(rt *runtime, uc store.UserChannel, typ string) bool {
-	d, err := protocol.ParseDescriptor(uc.Descriptor)
-	if err != nil {
-		return false
-	}
-	_, _, card := rt.view()
-	hello := protocol.Negotiate(card, rs.h.opts.SupportedProfiles)
-	return protocol.NegotiateProfiles(d.Connection.Profiles, hello.Profiles()).Allows(typ, protocol.ToConnector)
-}
-
 // sendFinal is the outbox's SendFunc: one attempt to deliver a pending
 // final on the channel's current route, waiting for chat.message.ack.
 func (h *Host) sendFinal(ctx context.Context, e delivery.Entry) error {
-	uc, rt, err := h.channelRuntime(ctx, e.Channel)
+	c, rt, err := h.channelByID(ctx, e.Channel)
 	if err != nil {
 		if errors.Is(err, ErrUnknownChannel) || errors.Is(err, ErrUnknownConnector) {
 			return &protocol.Error{Code: protocol.CodeConnectionNotFound, Message: "user channel no longer exists"}
@@ -298,7 +286,7 @@ func (h *Host) sendFinal(ctx context.Context, e delivery.Entry) error {
 	if s == nil {
 		return &protocol.Error{Code: CodeOffline, Message: "connector offline", Retryable: true}
 	}
-	r := s.route(uc.ChannelID)
+	r := s.route(c.uc.ChannelID)
 	if r == nil {
 		return &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: "channel not open", Retryable: true}
 	}

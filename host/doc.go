@@ -23,7 +23,11 @@
 //   - tools: [Host.Tools] projects the available tools of a user's channels
 //     as model functions, [ExportOpenAI] and [ExportAnthropic] convert them
 //     (reporting tool ids the providers reject), and [Host.Invoke] resolves
-//     the channel (session binding first) and calls the tool;
+//     the channel (session binding first) and calls the tool. Resolution and
+//     inbound routing read a bounded in-memory cache of the users' channels
+//     (Options.MaxCachedChannels) that every write of a user channel
+//     invalidates; the store stays the source of truth, and the host must be
+//     the only writer of its user channels;
 //   - the IM v2 virtual message channel: inbound chat.message (deduplicated
 //     by the delivery inbox, files downloaded) reaches an [Agent]; its
 //     [ReplyStream] sends activity, deltas and finals, the finals pending in

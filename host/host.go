@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,7 @@ type Host struct {
 	opts     Options
 	log      *slog.Logger
 	st       store.HostStore
+	chans    *channelCache // user channels; every write of one invalidates its user
 	outbox   *delivery.Outbox
 	inbox    *delivery.Inbox
 	filesDir string
@@ -42,9 +44,12 @@ type Host struct {
 	signins int // running sign-ins, bounded by MaxSignins
 	state   int // stateNew, stateStarted, stateClosed
 	conns   map[string]*runtime
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	// sorted is conns by card id, rebuilt when conns changes; shared by
+	// readers, never modified in place.
+	sorted []*runtime
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 const (
@@ -60,6 +65,7 @@ func New(opts Options) (*Host, error) {
 	}
 	opts = opts.withDefaults()
 	h := &Host{opts: opts, log: opts.Logger, st: opts.Store, conns: map[string]*runtime{}}
+	h.chans = newChannelCache(opts.Store, opts.MaxCachedChannels)
 	dl := opts.Delivery
 	if dl == nil {
 		dl = delivery.NewMemoryStorage(0)
@@ -210,6 +216,7 @@ func (h *Host) Remove(ctx context.Context, cardID string) error {
 	h.mu.Lock()
 	rt := h.conns[cardID]
 	delete(h.conns, cardID)
+	h.sortRuntimesLocked()
 	h.mu.Unlock()
 	if rt != nil {
 		rt.stop()
@@ -218,6 +225,7 @@ func (h *Host) Remove(ctx context.Context, cardID string) error {
 	if err != nil {
 		return fmt.Errorf("host: remove %s: %w", cardID, err)
 	}
+	defer h.chans.invalidateAll()
 	for _, uc := range ucs {
 		if err := h.forgetChannel(ctx, uc); err != nil {
 			return fmt.Errorf("host: remove %s: %w", cardID, err)
@@ -246,23 +254,22 @@ func (h *Host) runtime(cardID string) *runtime {
 	return h.conns[cardID]
 }
 
+// runtimes returns the admitted connectors' runtimes by card id. The slice
+// is shared: callers must not modify it.
 func (h *Host) runtimes() []*runtime {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.sorted
+}
+
+// sortRuntimesLocked rebuilds h.sorted from h.conns; h.mu is held.
+func (h *Host) sortRuntimesLocked() {
 	out := make([]*runtime, 0, len(h.conns))
 	for _, rt := range h.conns {
 		out = append(out, rt)
 	}
-	slices.SortFunc(out, func(a, b *runtime) int {
-		switch {
-		case a.cardID < b.cardID:
-			return -1
-		case a.cardID > b.cardID:
-			return 1
-		}
-		return 0
-	})
-	return out
+	slices.SortFunc(out, func(a, b *runtime) int { return strings.Compare(a.cardID, b.cardID) })
+	h.sorted = out
 }
 
 // startRuntime creates and starts the runtime of an entry; the host must be
@@ -282,6 +289,7 @@ func (h *Host) startRuntime(e store.CatalogEntry, card *protocol.Card) (*runtime
 	}
 	rt := newRuntime(h, e, card)
 	h.conns[e.CardID] = rt
+	h.sortRuntimesLocked()
 	rt.start(h.ctx, &h.wg)
 	return rt, nil
 }
@@ -310,8 +318,7 @@ func (h *Host) forgetChannel(ctx context.Context, uc store.UserChannel) error {
 	if _, err := h.inbox.DeleteChannel(ctx, uc.ID); err != nil {
 		return err
 	}
-	if err := h.st.DeleteUserChannel(ctx, uc.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	return nil
+	unlock := h.chans.lockRecord(uc.ID)
+	defer unlock()
+	return h.deleteUserChannel(ctx, uc)
 }

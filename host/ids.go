@@ -14,7 +14,18 @@ var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 func newID(prefix string) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return prefix + strings.ToLower(idEncoding.EncodeToString(b[:]))
+	var enc [26]byte       // idEncoding.EncodedLen(16)
+	idEncoding.Encode(enc[:], b[:])
+	for i, c := range enc {
+		if 'A' <= c && c <= 'Z' {
+			enc[i] = c + ('a' - 'A')
+		}
+	}
+	var sb strings.Builder // one allocation
+	sb.Grow(len(prefix) + len(enc))
+	sb.WriteString(prefix)
+	sb.Write(enc[:])
+	return sb.String()
 }
 
 func nowMillis() int64 { return time.Now().UnixMilli() }

@@ -53,6 +53,10 @@ const (
 	// DefaultFileRetention is how long downloaded inbound files are kept in
 	// FilesDir before the host deletes them.
 	DefaultFileRetention = 24 * time.Hour
+	// DefaultMaxCachedChannels bounds the user channels the host keeps
+	// decoded in memory for tool resolution and inbound routing (about
+	// 1 KiB each); least recently used users are dropped beyond it.
+	DefaultMaxCachedChannels = 20_000
 	// DefaultOutboxQueue is the delivery queue name of the host's assistant finals.
 	DefaultOutboxQueue = "host"
 )
@@ -124,6 +128,11 @@ type Options struct {
 	MaxChannelWorkers    int           // default DefaultMaxChannelWorkers
 	SigninTimeout        time.Duration // default DefaultSigninTimeout
 	MaxSignins           int           // default DefaultMaxSignins
+	// MaxCachedChannels bounds the read-through cache of user channels
+	// (default DefaultMaxCachedChannels): at most this many channels, plus
+	// one slot per user, are held; a user with more channels than that is
+	// read from the store on every call.
+	MaxCachedChannels int
 	// FileRetention bounds the age of downloaded files in FilesDir (default
 	// DefaultFileRetention); older ones are deleted as new files arrive.
 	FileRetention time.Duration
@@ -152,6 +161,7 @@ func (o Options) withDefaults() Options {
 	def(&o.SigninTimeout, DefaultSigninTimeout)
 	def(&o.FileRetention, DefaultFileRetention)
 	defInt(&o.MaxSignins, DefaultMaxSignins)
+	defInt(&o.MaxCachedChannels, DefaultMaxCachedChannels)
 	if o.ReconnectMax < o.ReconnectMin {
 		o.ReconnectMax = o.ReconnectMin
 	}

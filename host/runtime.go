@@ -32,6 +32,9 @@ type runtime struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	startedAt time.Time
+	// cats are the channel catalogs of the current Card by Descriptor
+	// profile list (for finals queued while offline); reset with the Card.
+	cats map[string]*protocol.Negotiated
 }
 
 func newRuntime(h *Host, e store.CatalogEntry, card *protocol.Card) *runtime {
@@ -50,6 +53,28 @@ func (rt *runtime) setEntry(e store.CatalogEntry, card *protocol.Card) {
 		base = &url.URL{}
 	}
 	rt.entry, rt.card, rt.base = e, card, base
+	rt.cats = nil
+}
+
+// catalog returns the channel catalog of a Descriptor's profiles under the
+// current Card and the host's supported profiles (the negotiation a
+// connector.hello would give, narrowed to them), shared and immutable.
+func (rt *runtime) catalog(profiles []protocol.Profile) *protocol.Negotiated {
+	key := profileKey(profiles)
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if n := rt.cats[key]; n != nil {
+		return n
+	}
+	hello := protocol.Negotiate(rt.card, rt.h.opts.SupportedProfiles)
+	n := protocol.NegotiateProfiles(profiles, hello.Profiles())
+	if rt.cats == nil {
+		rt.cats = map[string]*protocol.Negotiated{}
+	}
+	if len(rt.cats) < maxSharedCatalogs {
+		rt.cats[key] = n
+	}
+	return n
 }
 
 // update replaces the entry and Card after an edit or a refetch.
@@ -113,6 +138,9 @@ func (rt *runtime) session() *session {
 // waitOnline returns the current session, waiting up to the request timeout
 // (or ctx) for one.
 func (rt *runtime) waitOnline(ctx context.Context) (*session, error) {
+	if s := rt.session(); s != nil {
+		return s, nil
+	}
 	t := time.NewTimer(rt.h.opts.RequestTimeout)
 	defer t.Stop()
 	for {

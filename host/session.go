@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -29,6 +30,14 @@ type session struct {
 	done   chan struct{} // closed once every goroutine of the session stopped
 
 	inbound chan *protocol.Envelope // bounded dispatch queue
+
+	// catalogs are the channel catalogs of this session by Descriptor
+	// profile list, shared by every route with that list (a catalog is
+	// immutable and costs a few KiB; most channels of a connector have the
+	// same profiles). At most maxSharedCatalogs are kept.
+	catMu    sync.Mutex
+	catalogs map[string]*protocol.Negotiated
+	strs     map[string]string // interned Descriptor strings (see intern)
 
 	mu       sync.Mutex
 	closed   bool
@@ -73,6 +82,7 @@ func (rt *runtime) dial(ctx context.Context) (*session, error) {
 		chatAcks: map[string]chan *protocol.Envelope{},
 		routes:   map[string]*route{},
 		workers:  map[string]chan *protocol.Envelope{},
+		catalogs: map[string]*protocol.Negotiated{},
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.wg.Add(2)
@@ -149,7 +159,8 @@ type reqOpts struct {
 func (s *session) request(ctx context.Context, typ, channelID string, payload any, o reqOpts) (*protocol.Envelope, error) {
 	env := &protocol.Envelope{Schema: protocol.PacketSchema, PacketID: newID("pkt_"), RequestID: newID("req_"),
 		ConnectorChannelID: channelID, Type: typ, Time: nowMillis()}
-	if err := env.SetPayload(payload); err != nil {
+	var err error
+	if env.Payload, err = encodePayload(payload); err != nil {
 		return nil, fmt.Errorf("%s: encode payload: %w", typ, err)
 	}
 	p := &pendingReq{typ: typ, channel: channelID, toolID: o.toolID, ch: make(chan *protocol.Envelope, 1), onAck: o.onAck, progress: o.progress}
@@ -164,18 +175,17 @@ func (s *session) request(ctx context.Context, typ, channelID string, payload an
 	}
 	s.pending[env.RequestID] = p
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.pending, env.RequestID)
-		s.mu.Unlock()
-	}()
+	defer s.forget(env.RequestID)
 	timeout := o.timeout
 	if timeout <= 0 {
 		timeout = s.rt.h.opts.RequestTimeout
 	}
-	tctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := s.send(tctx, env); err != nil {
+	// A timer rather than a context.WithTimeout: no context to allocate and
+	// register with the caller's. The send itself waits for ctx only (the
+	// socket's queue is bounded and its writer has its own write timeout).
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	if err := s.send(ctx, env); err != nil {
 		return nil, err
 	}
 	select {
@@ -192,12 +202,29 @@ func (s *session) request(ctx context.Context, typ, channelID string, payload an
 		return reply, nil
 	case <-s.done:
 		return nil, &protocol.Error{Code: CodeOffline, Message: typ + ": data plane closed before the ack", Retryable: true}
-	case <-tctx.Done():
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: %w", typ, ctx.Err())
-		}
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: %w", typ, ctx.Err())
+	case <-t.C:
 		return nil, &protocol.Error{Code: CodeTimeout, Message: typ + ": no ack within " + timeout.String(), Retryable: true}
 	}
+}
+
+// forget drops a pending request (after its ack, or when it gave up).
+func (s *session) forget(requestID string) {
+	s.mu.Lock()
+	delete(s.pending, requestID)
+	s.mu.Unlock()
+}
+
+// encodePayload encodes a request payload. The protocol's payload types
+// encode themselves (through encoding/json, so their output is valid
+// JSON): calling MarshalJSON directly spares json.Marshal's second pass
+// over the result.
+func encodePayload(v any) (json.RawMessage, error) {
+	if m, ok := v.(json.Marshaler); ok {
+		return m.MarshalJSON()
+	}
+	return json.Marshal(v)
 }
 
 // send enqueues one packet on the socket and reports it to the observer.
@@ -366,7 +393,8 @@ func (s *session) ack(msg *protocol.Envelope, p protocol.ChatAckPayload) {
 		env.RequestID = msg.RequestID
 	}
 	env.PacketID, env.Time = newID("pkt_"), nowMillis()
-	if err := env.SetPayload(p); err != nil {
+	var err error
+	if env.Payload, err = encodePayload(p); err != nil {
 		return
 	}
 	_ = s.send(s.ctx, env)

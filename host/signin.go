@@ -130,12 +130,12 @@ func (h *Host) Connect(ctx context.Context, userID, cardID, flowID string, input
 	}
 	_, _, card := rt.view()
 	if card.Supports.UserChannelMode != protocol.UserChannelMultiple {
-		existing, err := h.st.ListUserChannels(ctx, userID, cardID)
+		existing, err := h.userCards(ctx, userID, cardID)
 		if err != nil {
 			return nil, fmt.Errorf("host: connect: %w", err)
 		}
-		if len(existing) > 0 {
-			return nil, &protocol.Error{Code: CodeChannelLimit, Message: "connector " + cardID + " allows one channel per user; reauthenticate " + existing[0].ID}
+		if len(existing.list) > 0 {
+			return nil, &protocol.Error{Code: CodeChannelLimit, Message: "connector " + cardID + " allows one channel per user; reauthenticate " + existing.list[0].uc.ID}
 		}
 	}
 	return h.signin(ctx, rt, userID, nil, flowID, input)
@@ -352,18 +352,35 @@ func (s *Signin) persist(ctx context.Context, r *route, d *protocol.Descriptor) 
 	if err != nil {
 		return store.UserChannel{}, fmt.Errorf("encode descriptor: %w", err)
 	}
+	uc, err := s.storeRecord(ctx, r, d, descJSON)
+	if err != nil {
+		return store.UserChannel{}, err
+	}
+	s.h.emit(Event{Kind: EventChannel, CardID: uc.CardID, UserChannelID: uc.ID, ChannelID: uc.ChannelID, Detail: "authenticated"})
+	_ = s.h.outbox.Resume(ctx, uc.ID)
+	return uc, nil
+}
+
+// storeRecord writes the authenticated record and binds the route to it, both
+// under the record's lock (see onDescriptorPush); events and the
+// outbox are left to the caller, outside the lock.
+func (s *Signin) storeRecord(ctx context.Context, r *route, d *protocol.Descriptor, descJSON []byte) (store.UserChannel, error) {
 	now := time.Now().UTC()
 	var uc store.UserChannel
 	if s.uc != nil {
 		uc = *s.uc
-		if fresh, err := s.h.st.GetUserChannel(ctx, uc.ID); err == nil {
-			uc = fresh
-		}
 	} else {
 		uc = store.UserChannel{ID: newID("uch_"), UserID: s.userID, CardID: s.rt.cardID, CreatedAt: now}
 	}
+	unlock := s.h.chans.lockRecord(uc.ID)
+	defer unlock()
+	if s.uc != nil {
+		if fresh, err := s.h.st.GetUserChannel(ctx, uc.ID); err == nil {
+			uc = fresh
+		}
+	}
 	uc.ChannelID, uc.Authenticated, uc.Descriptor, uc.UpdatedAt = r.channelID, d.Authenticated(), descJSON, now
-	if err := s.h.st.PutUserChannel(ctx, uc); err != nil {
+	if err := s.h.putUserChannel(ctx, uc); err != nil {
 		return store.UserChannel{}, fmt.Errorf("store user channel: %w", err)
 	}
 	// Bind the route to the record; a Descriptor pushed meanwhile is newer
@@ -380,13 +397,11 @@ func (s *Signin) persist(ctx context.Context, r *route, d *protocol.Descriptor) 
 	case n.desc != d: // the newer pushed Descriptor goes to the record too
 		if b, err := json.Marshal(n.desc); err == nil {
 			uc.Descriptor, uc.Authenticated = b, n.desc.Authenticated()
-			if err := s.h.st.PutUserChannel(ctx, uc); err != nil {
+			if err := s.h.putUserChannel(ctx, uc); err != nil {
 				return store.UserChannel{}, fmt.Errorf("store user channel: %w", err)
 			}
 		}
 	}
-	s.h.emit(Event{Kind: EventChannel, CardID: uc.CardID, UserChannelID: uc.ID, ChannelID: uc.ChannelID, Detail: "authenticated"})
-	_ = s.h.outbox.Resume(ctx, uc.ID)
 	return uc, nil
 }
 

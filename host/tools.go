@@ -46,40 +46,19 @@ func WithProgress(fn func(*protocol.ToolProgressPayload)) InvokeOption {
 	return func(c *invokeConfig) { c.progress = fn }
 }
 
-// usable reports whether a user channel can run tool (section 10.1 step 2):
-// authenticated, its Descriptor connected or degraded, the tool available
-// and not denied by the target.
-func usable(uc store.UserChannel, toolID string) (*protocol.Descriptor, bool) {
-	if !uc.Authenticated || len(uc.Descriptor) == 0 {
-		return nil, false
-	}
-	d, err := protocol.ParseDescriptor(uc.Descriptor)
-	if err != nil {
-		return nil, false
-	}
-	switch d.Connection.Status {
-	case protocol.StatusConnected, protocol.StatusDegraded:
-	default:
-		return d, false
-	}
-	if toolID != "" && !d.ToolAvailable(toolID) {
-		return d, false
-	}
-	return d, true
-}
-
-// binding returns the user channel bound to sessionID, if any.
-func (h *Host) binding(ctx context.Context, userID, sessionID string) (*store.UserChannel, error) {
+// binding returns the user channel bound to sessionID, if any: the first
+// in connector order.
+func (h *Host) binding(ctx context.Context, userID, sessionID string) (*cachedChannel, error) {
 	if sessionID == "" {
 		return nil, nil
 	}
-	all, err := h.Channels(ctx, userID, "")
-	if err != nil {
-		return nil, err
-	}
-	for _, uc := range all {
-		if uc.SessionID == sessionID {
-			return &uc, nil
+	for _, rt := range h.runtimes() {
+		cc, err := h.userCards(ctx, userID, rt.cardID)
+		if err != nil {
+			return nil, err
+		}
+		if c := cc.bySession[sessionID]; c != nil {
+			return c, nil
 		}
 	}
 	return nil, nil
@@ -103,13 +82,12 @@ func (h *Host) Tools(ctx context.Context, userID, sessionID string) ([]FunctionD
 	var out []FunctionDef
 	seen := map[string]bool{}
 	for _, rt := range h.runtimes() {
-		var ucs []store.UserChannel
+		var cc *cardChannels
 		if bound != nil {
-			if bound.CardID != rt.cardID {
+			if bound.uc.CardID != rt.cardID {
 				continue
 			}
-			ucs = []store.UserChannel{*bound}
-		} else if ucs, err = h.st.ListUserChannels(ctx, userID, rt.cardID); err != nil {
+		} else if cc, err = h.userCards(ctx, userID, rt.cardID); err != nil {
 			return nil, fmt.Errorf("host: tools: %w", err)
 		}
 		_, _, card := rt.view()
@@ -118,12 +96,11 @@ func (h *Host) Tools(ctx context.Context, userID, sessionID string) ([]FunctionD
 			if seen[t.ToolID] {
 				continue
 			}
-			avail := false
-			for _, uc := range ucs {
-				if _, ok := usable(uc, t.ToolID); ok {
-					avail = true
-					break
-				}
+			var avail bool
+			if bound != nil {
+				avail = bound.usable(t.ToolID)
+			} else {
+				avail = cc.firstFor[t.ToolID] != nil
 			}
 			if !avail || !h.allowed(ctx, userID, sessionID, rt.cardID, t) {
 				continue
@@ -176,32 +153,40 @@ func (h *Host) Invoke(ctx context.Context, userID, sessionID, toolID string, arg
 		return nil, err
 	}
 	var ack protocol.ToolInvokeAckPayload
-	if err := env.DecodePayload(&ack); err != nil {
+	if len(env.Payload) > 0 && string(env.Payload) != "null" {
+		// The payload decodes itself (validating it): json.Unmarshal would
+		// scan it once more first.
+		err = ack.UnmarshalJSON(env.Payload)
+	} else {
+		err = env.DecodePayload(&ack)
+	}
+	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeInvalidPacket, "tool.invoke.ack payload: %v", err)
 	}
 	return &Result{CardID: rt.cardID, UserChannelID: uc.ID, ChannelID: r.channelID, ToolID: toolID, Output: ack.Result}, nil
 }
 
-// resolve picks the channel of a tool call (section 10.1).
+// resolve picks the channel of a tool call (section 10.1), from the
+// host's cache of the user's channels.
 func (h *Host) resolve(ctx context.Context, userID, sessionID, toolID string) (store.UserChannel, *runtime, *protocol.Tool, error) {
 	bound, err := h.binding(ctx, userID, sessionID)
 	if err != nil {
 		return store.UserChannel{}, nil, nil, fmt.Errorf("host: invoke: %w", err)
 	}
 	if bound != nil {
-		rt := h.runtime(bound.CardID)
+		rt := h.runtime(bound.uc.CardID)
 		if rt == nil {
-			return store.UserChannel{}, nil, nil, protocol.Errorf(protocol.CodeConnectionNotFound, "the session's connector %s is not admitted", bound.CardID)
+			return store.UserChannel{}, nil, nil, protocol.Errorf(protocol.CodeConnectionNotFound, "the session's connector %s is not admitted", bound.uc.CardID)
 		}
 		_, _, card := rt.view()
 		t, ok := card.Tool(toolID)
 		if !ok {
-			return store.UserChannel{}, nil, nil, protocol.Errorf(protocol.CodeConnectorChannelConnectorMismatch, "tool %q does not belong to the session's connector %s", toolID, bound.CardID)
+			return store.UserChannel{}, nil, nil, protocol.Errorf(protocol.CodeConnectorChannelConnectorMismatch, "tool %q does not belong to the session's connector %s", toolID, bound.uc.CardID)
 		}
-		if _, ok := usable(*bound, toolID); !ok {
+		if !bound.usable(toolID) {
 			return store.UserChannel{}, nil, nil, protocol.Errorf(protocol.CodeConnectorChannelUnavailable, "the session's channel cannot run tool %q now", toolID)
 		}
-		return *bound, rt, t, nil
+		return bound.uc, rt, t, nil
 	}
 	declared, channels := false, false
 	for _, rt := range h.runtimes() {
@@ -211,15 +196,15 @@ func (h *Host) resolve(ctx context.Context, userID, sessionID, toolID string) (s
 			continue
 		}
 		declared = true
-		ucs, err := h.st.ListUserChannels(ctx, userID, rt.cardID)
+		cc, err := h.userCards(ctx, userID, rt.cardID)
 		if err != nil {
 			return store.UserChannel{}, nil, nil, fmt.Errorf("host: invoke: %w", err)
 		}
-		for _, uc := range ucs {
+		if len(cc.list) > 0 {
 			channels = true
-			if _, ok := usable(uc, toolID); ok {
-				return uc, rt, t, nil
-			}
+		}
+		if c := cc.firstFor[toolID]; c != nil {
+			return c.uc, rt, t, nil
 		}
 	}
 	switch {
