@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/xconn/xconn/internal/chunkcopy"
 )
 
 // TestFileReaderWriteTo checks that File.Open's reader copies the whole
@@ -15,7 +17,7 @@ import (
 func TestFileReaderWriteTo(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	data := bytes.Repeat([]byte("0123456789"), (2*copyBufLarge)/10+7)
+	data := bytes.Repeat([]byte("0123456789"), (2*chunkcopy.Large)/10+7)
 	path := filepath.Join(dir, "f")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/xconn/xconn/internal/chunkcopy"
 )
 
 // parsedPart is what a multipart parser made of one part.
@@ -316,7 +318,7 @@ func (e *errReader) Read(p []byte) (int, error) {
 func TestCopyToFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	data := bytes.Repeat([]byte("0123456789abcdef"), (3*copyBufSmall)/16+3) // crosses the small and the large buffer
+	data := bytes.Repeat([]byte("0123456789abcdef"), (3*chunkcopy.Small)/16+3) // crosses the small and the large buffer
 	srcPath := filepath.Join(dir, "src")
 	if err := os.WriteFile(srcPath, data, 0o600); err != nil {
 		t.Fatal(err)

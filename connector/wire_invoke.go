@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/xconn/xconn/internal/jsonbytes"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -25,7 +26,7 @@ func scanInvoke(payload []byte) *protocol.ToolInvokePayload {
 		p                           protocol.ToolInvokePayload
 		seenTool, seenArgs, seenCtx bool
 	)
-	ok := eachMember(payload, func(key, val []byte) bool {
+	ok := jsonbytes.EachMember(payload, func(key, val []byte) bool {
 		switch string(key) {
 		case "tool_id":
 			if seenTool {
@@ -65,7 +66,7 @@ func scanToolContext(obj []byte) *protocol.ToolContext {
 		c                protocol.ToolContext
 		seenSess, seenID bool
 	)
-	ok := eachMember(obj, func(key, val []byte) bool {
+	ok := jsonbytes.EachMember(obj, func(key, val []byte) bool {
 		var good bool
 		switch string(key) {
 		case "session_id":
@@ -95,7 +96,7 @@ func scanToolContext(obj []byte) *protocol.ToolContext {
 // full decode.
 func stripChannelMember(args []byte) (json.RawMessage, bool) {
 	found := false
-	if !eachMemberAt(args, func(_, _ int, key, _ []byte) bool {
+	if !jsonbytes.EachMemberAt(args, func(_, _ int, key, _ []byte) bool {
 		found = found || string(key) == protocol.ChannelIDArgument
 		return true
 	}) {
@@ -106,7 +107,7 @@ func stripChannelMember(args []byte) (json.RawMessage, bool) {
 	}
 	out := make([]byte, 1, len(args))
 	out[0] = '{'
-	eachMemberAt(args, func(start, end int, key, _ []byte) bool {
+	jsonbytes.EachMemberAt(args, func(start, end int, key, _ []byte) bool {
 		if string(key) == protocol.ChannelIDArgument {
 			return true
 		}
@@ -119,49 +120,10 @@ func stripChannelMember(args []byte) (json.RawMessage, bool) {
 	return json.RawMessage(append(out, '}')), true
 }
 
-// eachMember calls fn with the name (raw, without quotes) and the value
-// bytes of each member of the JSON object obj, in order, until fn returns
-// false. It reports false when obj is not an object, a name has escapes, or
-// fn returned false.
-func eachMember(obj []byte, fn func(key, val []byte) bool) bool {
-	return eachMemberAt(obj, func(_, _ int, key, val []byte) bool { return fn(key, val) })
-}
-
-// eachMemberAt is eachMember that also passes the member's span in obj,
-// from its name to the end of its value.
-func eachMemberAt(obj []byte, fn func(start, end int, key, val []byte) bool) bool {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return false
-	}
-	i = skipSpace(obj, i+1)
-	for i < len(obj) && obj[i] != '}' {
-		kend, esc := stringEnd(obj, i)
-		if esc || kend < 0 {
-			return false
-		}
-		start, key := i, obj[i+1:kend-1]
-		i = skipSpace(obj, kend)
-		if i >= len(obj) || obj[i] != ':' {
-			return false
-		}
-		vstart := skipSpace(obj, i+1)
-		vend := valueEnd(obj, vstart)
-		if vend < 0 || !fn(start, vend, key, obj[vstart:vend]) {
-			return false
-		}
-		i = skipSpace(obj, vend)
-		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
-		}
-	}
-	return i < len(obj)
-}
-
 // plainString returns the JSON string val without escapes; false for any
 // other value.
 func plainString(val []byte) (string, bool) {
-	end, esc := stringEnd(val, 0)
+	end, esc := jsonbytes.StringEnd(val, 0)
 	if end != len(val) || esc {
 		return "", false
 	}
@@ -176,75 +138,6 @@ func plainString(val []byte) (string, bool) {
 	}
 	return string(body), true
 }
-
-// stringEnd returns the index after the JSON string starting at b[i] and
-// whether it contains escapes; -1 when b[i] does not start a string.
-func stringEnd(b []byte, i int) (int, bool) {
-	if i >= len(b) || b[i] != '"' {
-		return -1, false
-	}
-	esc := false
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			esc = true
-			j++
-		case '"':
-			return j + 1, esc
-		}
-	}
-	return -1, esc
-}
-
-// valueEnd returns the index after the JSON value starting at b[i]; -1 when
-// it does not end.
-func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		end, _ := stringEnd(b, i)
-		return end
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				end, _ := stringEnd(b, j)
-				if end < 0 {
-					return -1
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	}
-	j := i
-	for j < len(b) && !isSpace(b[j]) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
-		j++
-	}
-	if j == i {
-		return -1
-	}
-	return j
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	return i
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // invokeAckPayload encodes the payload of a successful tool.invoke.ack: the
 // same bytes as json.Marshal(protocol.ToolInvokeAckPayload{ToolID: toolID,

@@ -9,85 +9,23 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/textproto"
-)
 
-// Chunk sizes of downloads into FilesDir. A copy starts with a small buffer
-// so that the many small files of a chat cost little, and switches to the
-// large one once a chunk comes back full: a 256 MiB file is then a few
-// hundred write system calls instead of thousands of 32 KiB ones.
-const (
-	copyBufSmall = 64 << 10
-	copyBufLarge = 1 << 20
+	"github.com/xconn/xconn/internal/chunkcopy"
 )
 
 // errFileTooLarge reports a download over Options.MaxFileBytes.
 var errFileTooLarge = errors.New("host: file exceeds the download limit")
 
-// copyChunks copies src to dst in chunks that start at copyBufSmall and
-// grow to copyBufLarge, filling each chunk before writing it. Beyond limit
+// copyChunks copies src to dst in chunks that start at chunkcopy.Small and
+// grow to chunkcopy.Large, filling each chunk before writing it. Beyond limit
 // bytes it writes the first limit and fails with errFileTooLarge.
 func copyChunks(dst io.Writer, src io.Reader, limit int64) (int64, error) {
-	return copyChunksSize(dst, src, limit, copyBufLarge)
+	return copyChunksSize(dst, src, limit, chunkcopy.Large)
 }
 
 // copyChunksSize is copyChunks with large chunks of the given size.
 func copyChunksSize(dst io.Writer, src io.Reader, limit int64, large int) (int64, error) {
-	buf := make([]byte, min(copyBufSmall, large))
-	var total int64
-	for {
-		n, rerr := fill(src, buf)
-		var werr error
-		total, werr = writeLimited(dst, buf[:n], total, limit)
-		if werr != nil {
-			return total, werr
-		}
-		switch {
-		case rerr == nil:
-			if len(buf) < large {
-				buf = make([]byte, large)
-			}
-		case errors.Is(rerr, io.EOF):
-			return total, nil
-		default:
-			return total, rerr
-		}
-	}
-}
-
-// writeLimited writes p to dst after total bytes already written; past
-// limit it writes up to the limit and fails with errFileTooLarge. It
-// returns the new total.
-func writeLimited(dst io.Writer, p []byte, total, limit int64) (int64, error) {
-	tooLarge := false
-	if int64(len(p)) > limit-total {
-		p, tooLarge = p[:limit-total], true
-	}
-	n, err := dst.Write(p)
-	total += int64(n)
-	if err == nil && tooLarge {
-		err = errFileTooLarge
-	}
-	return total, err
-}
-
-// fill reads into buf until it is full or src fails; unlike io.ReadFull it
-// returns src's own error (io.EOF at a clean end), so that a truncated
-// source is never taken for a complete one.
-func fill(src io.Reader, buf []byte) (int, error) {
-	n, empty := 0, 0
-	for n < len(buf) {
-		k, err := src.Read(buf[n:])
-		n += k
-		if err != nil {
-			return n, err
-		}
-		if k > 0 {
-			empty = 0
-		} else if empty++; empty >= 100 {
-			return n, io.ErrNoProgress
-		}
-	}
-	return n, nil
+	return chunkcopy.Copy(dst, src, limit, large, errFileTooLarge)
 }
 
 // uploadBody is the multipart/form-data body of one upload: the part
@@ -95,7 +33,7 @@ func fill(src io.Reader, buf []byte) (int, error) {
 // mime/multipart.Writer produces for the same part. It is sent with chunked
 // encoding, as a streamed body of unknown length, but without a pipe and a
 // writer goroutine: the transport calls WriteTo, which moves the file in
-// chunks of up to copyBufLarge (three system calls per chunk instead of two
+// chunks of up to chunkcopy.Large (three system calls per chunk instead of two
 // per 32 KiB).
 //
 // An uploadBody is read once, by one goroutine.

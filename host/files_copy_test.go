@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/xconn/xconn/internal/chunkcopy"
 )
 
 // TestUploadBodyBytes checks that the upload body, read or written, is
@@ -25,7 +27,7 @@ func TestUploadBodyBytes(t *testing.T) {
 		{"empty", "a.txt", "text/plain", 0},
 		{"small", "photo.jpg", "image/jpeg", 10},
 		{"odd name", `we "ird" ñame.bin`, "application/octet-stream", 1000},
-		{"several chunks", "big.bin", "application/octet-stream", 3*copyBufLarge + 17},
+		{"several chunks", "big.bin", "application/octet-stream", 3*chunkcopy.Large + 17},
 	}
 	for _, tc := range cases {
 		data := make([]byte, tc.size)
@@ -83,7 +85,7 @@ func (f failWriter) Write([]byte) (int, error) { return 0, f.err }
 // TestCopyChunks covers the limit and the error rules of the download copy.
 func TestCopyChunks(t *testing.T) {
 	t.Parallel()
-	data := bytes.Repeat([]byte("abcdefgh"), (2*copyBufLarge+copyBufSmall)/8+5)
+	data := bytes.Repeat([]byte("abcdefgh"), (2*chunkcopy.Large+chunkcopy.Small)/8+5)
 	boom := errors.New("boom")
 	cases := []struct {
 		name    string
@@ -99,8 +101,8 @@ func TestCopyChunks(t *testing.T) {
 		{"one over", func() io.Reader { return bytes.NewReader(data) }, nil, int64(len(data)) - 1, int64(len(data)) - 1, errFileTooLarge},
 		{"small limit", func() io.Reader { return bytes.NewReader(data) }, nil, 3, 3, errFileTooLarge},
 		{"truncated source", func() io.Reader {
-			return io.MultiReader(bytes.NewReader(data[:copyBufSmall+10]), iotest.ErrReader(io.ErrUnexpectedEOF))
-		}, nil, 1 << 40, copyBufSmall + 10, io.ErrUnexpectedEOF},
+			return io.MultiReader(bytes.NewReader(data[:chunkcopy.Small+10]), iotest.ErrReader(io.ErrUnexpectedEOF))
+		}, nil, 1 << 40, chunkcopy.Small + 10, io.ErrUnexpectedEOF},
 		{"source error", func() io.Reader { return iotest.ErrReader(boom) }, nil, 1 << 40, 0, boom},
 		{"write error", func() io.Reader { return bytes.NewReader(data) }, func(*bytes.Buffer) io.Writer { return failWriter{boom} }, 1 << 40, 0, boom},
 	}

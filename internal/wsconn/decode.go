@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/xconn/xconn/internal/jsonbytes"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -48,7 +49,7 @@ func scanEnvelope(data []byte) *protocol.Envelope {
 		spans[i], seen[i] = body, ok
 		return ok
 	}
-	ok := eachMember(data, func(key, val []byte) bool {
+	ok := jsonbytes.EachMember(data, func(key, val []byte) bool {
 		switch string(key) {
 		case "schema":
 			return field(fSchema, val)
@@ -188,105 +189,3 @@ func plainString(val []byte) ([]byte, bool) {
 	}
 	return body, true
 }
-
-// eachMember calls fn with the raw name (without quotes) and the value
-// bytes of each member of the JSON object obj, which must be valid JSON,
-// until fn returns false. It reports false when obj is not an object, a
-// name has escapes, or fn returned false.
-func eachMember(obj []byte, fn func(key, val []byte) bool) bool {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return false
-	}
-	i = skipSpace(obj, i+1)
-	for i < len(obj) && obj[i] != '}' {
-		kend, esc := stringEnd(obj, i)
-		if esc || kend < 0 {
-			return false
-		}
-		key := obj[i+1 : kend-1]
-		i = skipSpace(obj, kend)
-		if i >= len(obj) || obj[i] != ':' {
-			return false
-		}
-		vstart := skipSpace(obj, i+1)
-		vend := valueEnd(obj, vstart)
-		if vend < 0 || !fn(key, obj[vstart:vend]) {
-			return false
-		}
-		i = skipSpace(obj, vend)
-		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
-		}
-	}
-	return i < len(obj)
-}
-
-// stringEnd returns the index after the JSON string starting at b[i] and
-// whether it has escapes; -1 when b[i] does not start a string.
-func stringEnd(b []byte, i int) (int, bool) {
-	if i >= len(b) || b[i] != '"' {
-		return -1, false
-	}
-	esc := false
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			esc = true
-			j++
-		case '"':
-			return j + 1, esc
-		}
-	}
-	return -1, esc
-}
-
-// valueEnd returns the index after the JSON value starting at b[i]; -1
-// when it does not end.
-func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		end, _ := stringEnd(b, i)
-		return end
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				end, _ := stringEnd(b, j)
-				if end < 0 {
-					return -1
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	}
-	j := i
-	for j < len(b) && !isSpace(b[j]) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
-		j++
-	}
-	if j == i {
-		return -1
-	}
-	return j
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	return i
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
