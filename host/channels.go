@@ -163,10 +163,49 @@ func (s *session) withDescriptor(r *route, d *protocol.Descriptor) {
 	r.neg = s.catalog(d.Connection.Profiles)
 }
 
+// dropRoute forgets the route of channelID; a reopen of it in flight then
+// installs no route when its ack arrives (the close came after the open on
+// the wire, so the connector has the channel closed).
 func (s *session) dropRoute(channelID string) {
 	s.mu.Lock()
 	delete(s.routes, channelID)
+	if tok := s.opening[channelID]; tok != nil {
+		tok.dropped = true
+	}
 	s.mu.Unlock()
+}
+
+// openTok is shared by the reopens of one channel in flight together;
+// dropRoute sets dropped. s.mu guards it.
+type openTok struct {
+	n       int
+	dropped bool
+}
+
+// beginOpen registers a reopen of channelID in flight ("" for a new
+// channel, which nothing can drop yet); end unregisters it.
+func (s *session) beginOpen(channelID string) (tok *openTok, end func()) {
+	if channelID == "" {
+		return &openTok{}, func() {}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opening == nil {
+		s.opening = map[string]*openTok{}
+	}
+	tok = s.opening[channelID]
+	if tok == nil || tok.dropped {
+		tok = &openTok{}
+		s.opening[channelID] = tok
+	}
+	tok.n++
+	return tok, func() {
+		s.mu.Lock()
+		if tok.n--; tok.n == 0 && s.opening[channelID] == tok {
+			delete(s.opening, channelID)
+		}
+		s.mu.Unlock()
+	}
 }
 
 // openChannel sends channel.open (channelID "" for a new channel) and
@@ -179,6 +218,8 @@ func (s *session) openChannel(ctx context.Context, channelID, ucID, userID strin
 		r    *route
 		verr error
 	)
+	tok, end := s.beginOpen(channelID)
+	defer end()
 	onAck := func(env *protocol.Envelope) {
 		var p protocol.ChannelOpenAckPayload
 		if err := env.DecodePayload(&p); err != nil {
@@ -195,7 +236,13 @@ func (s *session) openChannel(ctx context.Context, channelID, ucID, userID strin
 			return
 		}
 		r = s.newRoute(id, ucID, userID, p.ConnectionDescriptor)
-		s.setRoute(r)
+		s.mu.Lock()
+		if tok.dropped {
+			verr = &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: "channel closed while it opened", Retryable: true}
+		} else {
+			s.routes[r.channelID] = r
+		}
+		s.mu.Unlock()
 	}
 	if _, err := s.request(ctx, protocol.TypeChannelOpen, channelID, protocol.EmptyPayload{}, reqOpts{onAck: onAck}); err != nil {
 		return nil, err

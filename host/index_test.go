@@ -504,3 +504,34 @@ func TestNewIDFormat(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestDropRouteCancelsReopenInFlight: a channel dropped (closed, logged
+// out) while a reopen of it is on the wire must not get its route back
+// from that reopen's ack; a reopen that starts after the drop is not
+// affected by it.
+func TestDropRouteCancelsReopenInFlight(t *testing.T) {
+	s := &session{routes: map[string]*route{}}
+	tok1, end1 := s.beginOpen("cch_1")
+	tok2, end2 := s.beginOpen("cch_1") // two reopens together share the token
+	other, endOther := s.beginOpen("cch_2")
+	s.dropRoute("cch_1")
+	if !tok1.dropped || !tok2.dropped || other.dropped {
+		t.Fatalf("dropped flags: %v %v %v, want true true false", tok1.dropped, tok2.dropped, other.dropped)
+	}
+	tok3, end3 := s.beginOpen("cch_1")
+	if tok3.dropped {
+		t.Fatal("a reopen started after the drop sees it")
+	}
+	end1()
+	end2()
+	end3()
+	endOther()
+	if len(s.opening) != 0 {
+		t.Fatalf("opening not cleaned up: %v", s.opening)
+	}
+	if tok, end := s.beginOpen(""); tok.dropped || len(s.opening) != 0 {
+		t.Fatal("a new channel registers nothing")
+	} else {
+		end()
+	}
+}

@@ -44,6 +44,7 @@ type session struct {
 	pending  map[string]*pendingReq             // by request_id; bounded by MaxInFlight
 	chatAcks map[string]chan *protocol.Envelope // by packet_id of a sent chat.message
 	routes   map[string]*route                  // open channels, by connector_channel_id
+	opening  map[string]*openTok                // reopens in flight, by connector_channel_id (see beginOpen)
 	workers  map[string]chan *protocol.Envelope // per-channel ordered queues
 }
 
