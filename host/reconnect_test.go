@@ -50,7 +50,9 @@ func TestReconnectReopensChannelAndDeliversPendingFinalOnce(t *testing.T) {
 	f.dropAll()
 	eventually(t, "reopened again", func() bool {
 		c, _ := th.Connector("im.fake")
-		return c.Link == LinkOnline && th.runtime("im.fake").session() != nil && th.runtime("im.fake").session().route(uc.ChannelID) != nil
+		// One read of the session: it may be replaced between two reads.
+		s := th.runtime("im.fake").session()
+		return c.Link == LinkOnline && s != nil && s.route(uc.ChannelID) != nil
 	})
 	time.Sleep(50 * time.Millisecond)
 	if f.count(protocol.TypeChatMessage) != n {
