@@ -277,8 +277,14 @@ func (rs *replyStream) Final(ctx context.Context, text string, files ...Outgoing
 func (h *Host) sendFinal(ctx context.Context, e delivery.Entry) error {
 	c, rt, err := h.channelByID(ctx, e.Channel)
 	if err != nil {
-		if errors.Is(err, ErrUnknownChannel) || errors.Is(err, ErrUnknownConnector) {
+		if errors.Is(err, ErrUnknownChannel) {
 			return &protocol.Error{Code: protocol.CodeConnectionNotFound, Message: "user channel no longer exists"}
+		}
+		if errors.Is(err, ErrUnknownConnector) {
+			// The record exists but its connector is not loaded (its
+			// stored Card did not parse at start): removing a connector
+			// deletes its channels, so this one waits, until its TTL.
+			return &protocol.Error{Code: CodeOffline, Message: "connector not loaded", Retryable: true}
 		}
 		return err
 	}

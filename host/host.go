@@ -114,11 +114,6 @@ func (h *Host) Start(ctx context.Context) error {
 	}
 	h.ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	h.state = stateStarted
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		_ = h.outbox.Run(h.ctx)
-	}()
 	h.mu.Unlock()
 
 	entries, err := h.st.ListCatalog(ctx)
@@ -135,6 +130,19 @@ func (h *Host) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	// The outbox starts once every stored connector has its runtime: a
+	// pending final due at start must find its connector, not be failed
+	// as if the connector had been removed.
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.state != stateStarted {
+		return errors.New("host: closed while starting")
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		_ = h.outbox.Run(h.ctx)
+	}()
 	return nil
 }
 
