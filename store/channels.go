@@ -26,6 +26,7 @@ func (db *DB) PutChannel(ctx context.Context, ch Channel) error {
 		ch.UpdatedAt = now
 	}
 	binding := db.aead.seal(ch.Binding, db.bindingAAD(ch.CardID, ch.ChannelID))
+	st := db.channelInsertStmt(ctx)
 	return db.batch(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := db.lock(ctx, tx, "channels:"+ch.CardID); err != nil {
 			return err
@@ -39,7 +40,7 @@ func (db *DB) PutChannel(ctx context.Context, ch Channel) error {
 		if affected(res) > 0 {
 			return nil
 		}
-		return db.insertChannel(ctx, tx, ch, binding)
+		return db.insertChannel(ctx, tx, st, ch, binding)
 	})
 }
 

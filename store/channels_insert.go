@@ -15,8 +15,8 @@ import (
 // row's rowid rows. The insert reports that rowid; at or below the bound
 // the check is exact without counting, above it the count decides and a
 // failed check fails the transaction, which the caller rolls back. The
-// statement is a plain INSERT: SQLite prepares it again on every call (no
-// statement cache here), and a simple statement prepares fast.
+// insert is prepared once when the DB holds a channelHot (see
+// channels_hot.go), else SQLite prepares it again on every call.
 
 // sqlInsertChannelSQLite inserts a channel (its rowid is the result's
 // LastInsertId).
@@ -35,6 +35,7 @@ func (db *DB) CreateChannel(ctx context.Context, ch Channel) error {
 		ch.UpdatedAt = now
 	}
 	binding := db.aead.seal(ch.Binding, db.bindingAAD(ch.CardID, ch.ChannelID))
+	st := db.channelInsertStmt(ctx)
 	return db.batch(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := db.lock(ctx, tx, "channels:"+ch.CardID); err != nil {
 			return err
@@ -44,9 +45,9 @@ func (db *DB) CreateChannel(ctx context.Context, ch Channel) error {
 			if err := db.channelFree(ctx, tx, ch); err != nil {
 				return err
 			}
-			return db.insertChannel(ctx, tx, ch, binding)
+			return db.insertChannel(ctx, tx, st, ch, binding)
 		}
-		err := db.insertChannel(ctx, tx, ch, binding)
+		err := db.insertChannel(ctx, tx, st, ch, binding)
 		if err != nil && !errors.Is(err, ErrLimit) {
 			// A taken id fails the insert (primary key): say so.
 			if ferr := db.channelFree(ctx, tx, ch); ferr != nil {
@@ -72,11 +73,12 @@ func (db *DB) channelFree(ctx context.Context, tx *sql.Tx, ch Channel) error {
 }
 
 // insertChannel inserts the new channel ch (binding already sealed) in tx,
-// failing with ErrLimit when the card holds Options.MaxChannels channels.
+// failing with ErrLimit when the card holds Options.MaxChannels channels;
+// st is db.channelInsertStmt's, taken before tx began (nil: by text).
 // On an error the caller must roll tx back.
-func (db *DB) insertChannel(ctx context.Context, tx *sql.Tx, ch Channel, binding []byte) error {
+func (db *DB) insertChannel(ctx context.Context, tx *sql.Tx, st *sql.Stmt, ch Channel, binding []byte) error {
 	if db.dialect == dialectSQLite {
-		res, err := tx.ExecContext(ctx, sqlInsertChannelSQLite,
+		res, err := execInsertChannel(ctx, tx, st,
 			ch.CardID, ch.ChannelID, ch.ConnectorID, ch.Status, ch.FlowID, binding, ch.DisplayName, ch.AccountHint,
 			ts(ch.CreatedAt), ts(ch.UpdatedAt))
 		if err != nil {

@@ -39,6 +39,8 @@ type DB struct {
 	hot hotStmts
 	// gc batches the hot write transactions on SQLite; nil on PostgreSQL.
 	gc *committer
+	// chanHot holds the prepared channel insert (see channels_hot.go).
+	chanHot channelHot
 }
 
 // Open opens the store named by dsn and applies the pending migrations:
@@ -91,6 +93,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	return db, nil
 }
 
+// walCheckpointPages is the WAL size, in pages, from which a commit
+// checkpoints (SQLite's default is 1,000). The delivery tables rewrite the
+// same few hot pages at every commit and a checkpoint copies each distinct
+// page once, then syncs the database file: with 4,096 pages (16 MiB of
+// WAL at most) the committer runs a quarter of the checkpoints, which took
+// about a tenth of its time in the chat benchmarks.
+const walCheckpointPages = 4096
+
 func (db *DB) openSQLite(path string) error {
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return errors.New(`store: sqlite DSN needs a file path without "?" or "#"`)
@@ -100,6 +110,7 @@ func (db *DB) openSQLite(path string) error {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(walCheckpointPages)+")")
 	q.Set("_txlock", "immediate")
 	w, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
@@ -134,6 +145,7 @@ func (db *DB) Close() error {
 		db.gc.close()
 	}
 	db.closeHot()
+	db.chanHot.close()
 	err := db.w.Close()
 	if db.r != db.w {
 		err = errors.Join(err, db.r.Close())

@@ -61,6 +61,9 @@ type committer struct {
 	// free recycles operations (and their done channels) between calls.
 	free sync.Pool
 
+	// errs holds the results of the batch being run (loop goroutine only).
+	errs []error
+
 	// batches and batched count the committed transactions and the operations
 	// in them (for benchmarks: batched/batches is the mean batch size).
 	batches, batched atomic.Int64
@@ -193,7 +196,9 @@ func (c *committer) run(batch []*gcOp) {
 		batch[0].done <- c.runOne(batch[0])
 		return
 	}
-	errs := make([]error, len(batch))
+	errs := append(c.errs[:0], make([]error, len(batch))...)
+	c.errs = errs
+	defer clear(errs)
 	// The transaction and the statements of the batch are not cancelled by
 	// one caller's context: interrupting SQLite inside an explicit
 	// transaction may roll back all of it. Each caller's context is checked

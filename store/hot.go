@@ -23,8 +23,8 @@ type hotStmt struct {
 type hotStmts struct {
 	// writer, used inside transactions
 	obProbe, obLookup, ocLookup, obInsert, obDelete, ocUpsert, obRetry hotStmt
-	obHead, obResched                                                  hotStmt
-	inInsert, inLookup, inCount                                        hotStmt
+	obHead, obResched, obFast                                          hotStmt
+	inInsert, inLookup, inCountUp, inCountSub, inTrim                  hotStmt
 	// readers
 	rDue, rNext, rHead, rPending, rOutcome, rInbox hotStmt
 }
@@ -46,6 +46,18 @@ const (
 		(SELECT COUNT(*) FROM outbox WHERE queue = $1 AND channel = $2)`
 	sqlObInsert = `INSERT INTO outbox (queue, channel, message_id, payload, created_at, expires_at, attempts, next_attempt, last_error)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`
+	// sqlObFast is the whole common enqueue in one statement (SQLite): the
+	// insert happens only when the key is neither pending nor done, no
+	// entry of the channel is expired and the channel is below capacity
+	// (?11; 0 means none); it returns the seq and whether the entry is its
+	// channel's head. No row means "not that simple": the caller probes.
+	sqlObFast = `INSERT INTO outbox (queue, channel, message_id, payload, created_at, expires_at, attempts, next_attempt, last_error)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
+		WHERE NOT EXISTS (SELECT 1 FROM outbox WHERE queue = ?1 AND channel = ?2 AND message_id = ?3)
+		AND NOT EXISTS (SELECT 1 FROM outbox_outcomes WHERE queue = ?1 AND channel = ?2 AND message_id = ?3)
+		AND NOT EXISTS (SELECT 1 FROM outbox WHERE queue = ?1 AND channel = ?2 AND expires_at <= ?10)
+		AND (?11 <= 0 OR (SELECT COUNT(*) FROM outbox WHERE queue = ?1 AND channel = ?2) < ?11)
+		RETURNING seq, NOT EXISTS (SELECT 1 FROM outbox p WHERE p.queue = ?1 AND p.channel = ?2 AND p.seq < outbox.seq)`
 	sqlObDelete = `DELETE FROM outbox WHERE queue = ? AND channel = ? AND message_id = ?`
 	sqlOcUpsert = `INSERT INTO outbox_outcomes (` + outcomeCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (queue, channel, message_id) DO UPDATE SET kind = excluded.kind, code = excluded.code,
@@ -56,8 +68,16 @@ const (
 	sqlInInsert = `INSERT INTO inbox (queue, channel, message_id, hash, at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (queue, channel, message_id) DO NOTHING`
 	sqlInLookup = `SELECT queue, channel, message_id, hash, at FROM inbox WHERE queue = ? AND channel = ? AND message_id = ?`
-	sqlInCount  = `SELECT COUNT(*) FROM inbox WHERE queue = ? AND channel = ?`
-	sqlDue      = `SELECT ` + outboxColsO + ` FROM outbox o WHERE o.queue = ? AND o.next_attempt <= ? AND ` + isHead + `
+	// sqlInCountUp counts an inserted record and returns the channel's new
+	// count.
+	sqlInCountUp = `INSERT INTO inbox_counts (queue, channel, n) VALUES (?, ?, 1)
+		ON CONFLICT (queue, channel) DO UPDATE SET n = inbox_counts.n + 1 RETURNING n`
+	sqlInCountSub = `UPDATE inbox_counts SET n = n - ? WHERE queue = ? AND channel = ?`
+	// sqlInTrim deletes a channel's oldest records (the last ones in the
+	// order "at DESC, message_id DESC" that InboxPut keeps).
+	sqlInTrim = `DELETE FROM inbox WHERE queue = ? AND channel = ? AND message_id IN (
+		SELECT message_id FROM inbox WHERE queue = ? AND channel = ? ORDER BY at, message_id LIMIT ?)`
+	sqlDue = `SELECT ` + outboxColsO + ` FROM outbox o WHERE o.queue = ? AND o.next_attempt <= ? AND ` + isHead + `
 		ORDER BY o.next_attempt, o.seq LIMIT ?`
 	sqlNext = `SELECT o.next_attempt FROM outbox o WHERE o.queue = ? AND o.next_attempt > ? AND ` + isHead + `
 		ORDER BY o.next_attempt LIMIT 1`
@@ -76,17 +96,20 @@ func (db *DB) prepareHot(ctx context.Context) error {
 		q    string
 	}{
 		{&h.obLookup, db.w, sqlObLookup}, {&h.ocLookup, db.w, sqlOcLookup}, {&h.obProbe, db.w, sqlObProbe},
-		{&h.obInsert, db.w, sqlObInsert}, {&h.obDelete, db.w, sqlObDelete}, {&h.ocUpsert, db.w, sqlOcUpsert},
+		{&h.obInsert, db.w, sqlObInsert}, {&h.obFast, db.w, sqlObFast}, {&h.obDelete, db.w, sqlObDelete}, {&h.ocUpsert, db.w, sqlOcUpsert},
 		{&h.obRetry, db.w, sqlObRetry}, {&h.inInsert, db.w, sqlInInsert}, {&h.inLookup, db.w, sqlInLookup},
-		{&h.inCount, db.w, sqlInCount}, {&h.obHead, db.w, sqlHead}, {&h.obResched, db.w, sqlResched},
+		{&h.inCountUp, db.w, sqlInCountUp}, {&h.inCountSub, db.w, sqlInCountSub}, {&h.inTrim, db.w, sqlInTrim}, {&h.obHead, db.w, sqlHead}, {&h.obResched, db.w, sqlResched},
 		{&h.rDue, db.r, sqlDue}, {&h.rNext, db.r, sqlNext}, {&h.rHead, db.r, sqlHead}, {&h.rPending, db.r, sqlPending},
 		{&h.rOutcome, db.r, sqlOcLookup}, {&h.rInbox, db.r, sqlInLookup},
 	}
 	for _, p := range list {
 		p.s.query = db.q(p.q)
 		if db.dialect != dialectSQLite {
-			if p.s == &h.obProbe {
+			switch p.s {
+			case &h.obProbe:
 				p.s.query = sqlObProbePG
+			case &h.obFast:
+				p.s.query = "" // SQLite only: PostgreSQL probes
 			}
 			continue
 		}
@@ -102,8 +125,8 @@ func (db *DB) prepareHot(ctx context.Context) error {
 // closeHot closes the prepared statements.
 func (db *DB) closeHot() {
 	h := &db.hot
-	for _, s := range []*hotStmt{&h.obLookup, &h.ocLookup, &h.obProbe, &h.obInsert, &h.obDelete, &h.ocUpsert,
-		&h.obRetry, &h.inInsert, &h.inLookup, &h.inCount, &h.obHead, &h.obResched, &h.rDue, &h.rNext, &h.rHead, &h.rPending, &h.rOutcome, &h.rInbox} {
+	for _, s := range []*hotStmt{&h.obLookup, &h.ocLookup, &h.obProbe, &h.obInsert, &h.obFast, &h.obDelete, &h.ocUpsert,
+		&h.obRetry, &h.inInsert, &h.inLookup, &h.inCountUp, &h.inCountSub, &h.inTrim, &h.obHead, &h.obResched, &h.rDue, &h.rNext, &h.rHead, &h.rPending, &h.rOutcome, &h.rInbox} {
 		if s.st != nil {
 			s.st.Close()
 			s.st = nil

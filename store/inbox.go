@@ -31,7 +31,8 @@ func (db *DB) InboxGet(ctx context.Context, queue, channel, messageID string) (d
 }
 
 // InboxPut implements delivery.InboxStorage (group committed on SQLite:
-// it returns after the record is committed).
+// it returns after the record is committed). Table inbox_counts keeps each
+// channel's record count, so that the bound is checked by one row.
 func (db *DB) InboxPut(ctx context.Context, r delivery.InboxRecord, maxPerChannel int) (delivery.InboxRecord, bool, error) {
 	var existing delivery.InboxRecord
 	var inserted bool
@@ -48,42 +49,87 @@ func (db *DB) InboxPut(ctx context.Context, r delivery.InboxRecord, maxPerChanne
 			}
 			return nil
 		}
-		if maxPerChannel <= 0 {
-			return nil
-		}
 		var n int
-		if err := txRow(ctx, tx, &db.hot.inCount, r.Queue, r.Channel).Scan(&n); err != nil {
-			return fmt.Errorf("store: inbox put: %w", err)
+		if err := txRow(ctx, tx, &db.hot.inCountUp, r.Queue, r.Channel).Scan(&n); err != nil {
+			return fmt.Errorf("store: inbox put: count: %w", err)
 		}
-		if n <= maxPerChannel {
+		if maxPerChannel <= 0 || n <= maxPerChannel {
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, db.q(`DELETE FROM inbox WHERE queue = ? AND channel = ? AND message_id IN (
-			SELECT message_id FROM inbox WHERE queue = ? AND channel = ? ORDER BY at DESC, message_id DESC `+db.offsetAll()+`)`),
-			r.Queue, r.Channel, r.Queue, r.Channel, maxPerChannel); err != nil {
-			return fmt.Errorf("store: inbox trim: %w", err)
-		}
-		return nil
+		return db.inboxTrim(ctx, tx, r.Queue, r.Channel, n-maxPerChannel)
 	})
 	return existing, inserted, err
 }
 
-// InboxPrune implements delivery.InboxStorage.
-func (db *DB) InboxPrune(ctx context.Context, queue string, before time.Time) (int, error) {
-	res, err := db.w.ExecContext(ctx, db.q(`DELETE FROM inbox WHERE queue = ? AND at < ?`), queue, ts(before))
+// inboxTrim deletes the excess oldest records of a channel and lowers its
+// count by what it deleted.
+func (db *DB) inboxTrim(ctx context.Context, tx *sql.Tx, queue, channel string, excess int) error {
+	res, err := txExec(ctx, tx, &db.hot.inTrim, queue, channel, queue, channel, excess)
 	if err != nil {
-		return 0, fmt.Errorf("store: inbox prune: %w", err)
+		return fmt.Errorf("store: inbox trim: %w", err)
 	}
-	return affected(res), nil
+	if k := affected(res); k > 0 {
+		if _, err := txExec(ctx, tx, &db.hot.inCountSub, k, queue, channel); err != nil {
+			return fmt.Errorf("store: inbox trim: count: %w", err)
+		}
+	}
+	return nil
+}
+
+// InboxPrune implements delivery.InboxStorage. It lowers the counts of the
+// channels it deleted from and forgets the channels left empty.
+func (db *DB) InboxPrune(ctx context.Context, queue string, before time.Time) (int, error) {
+	var n int
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		n = 0
+		rows, err := tx.QueryContext(ctx, db.q(`DELETE FROM inbox WHERE queue = ? AND at < ? RETURNING channel`), queue, ts(before))
+		if err != nil {
+			return fmt.Errorf("store: inbox prune: %w", err)
+		}
+		per := map[string]int{}
+		for rows.Next() {
+			var ch string
+			if err := rows.Scan(&ch); err != nil {
+				rows.Close()
+				return fmt.Errorf("store: inbox prune: %w", err)
+			}
+			per[ch]++
+			n++
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("store: inbox prune: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		for ch, k := range per {
+			if _, err := txExec(ctx, tx, &db.hot.inCountSub, k, queue, ch); err != nil {
+				return fmt.Errorf("store: inbox prune: count: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, db.q(`DELETE FROM inbox_counts WHERE queue = ? AND n <= 0`), queue); err != nil {
+			return fmt.Errorf("store: inbox prune: count: %w", err)
+		}
+		return nil
+	})
+	return n, err
 }
 
 // InboxDeleteChannel implements delivery.InboxStorage.
 func (db *DB) InboxDeleteChannel(ctx context.Context, queue, channel string) (int, error) {
-	res, err := db.w.ExecContext(ctx, db.q(`DELETE FROM inbox WHERE queue = ? AND channel = ?`), queue, channel)
-	if err != nil {
-		return 0, fmt.Errorf("store: inbox delete channel: %w", err)
-	}
-	return affected(res), nil
+	var n int
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, db.q(`DELETE FROM inbox WHERE queue = ? AND channel = ?`), queue, channel)
+		if err != nil {
+			return fmt.Errorf("store: inbox delete channel: %w", err)
+		}
+		n = affected(res)
+		if _, err := tx.ExecContext(ctx, db.q(`DELETE FROM inbox_counts WHERE queue = ? AND channel = ?`), queue, channel); err != nil {
+			return fmt.Errorf("store: inbox delete channel: count: %w", err)
+		}
+		return nil
+	})
+	return n, err
 }
 
 // Compile-time checks of the interfaces *DB implements.

@@ -82,6 +82,18 @@ func (db *DB) OutboxEnqueue(ctx context.Context, e delivery.Entry, capacity int,
 		if err := db.lock(ctx, tx, "outbox:"+e.Queue+"\x00"+e.Channel); err != nil {
 			return err
 		}
+		if db.hot.obFast.st != nil {
+			var head bool
+			err := txRow(ctx, tx, &db.hot.obFast, e.Queue, e.Channel, e.MessageID, nonNil(e.Payload), ts(e.CreatedAt),
+				ts(e.ExpiresAt), e.Attempts, ts(e.NextAttempt), e.LastError, ts(now), max(capacity, 0)).Scan(&e.Seq, &head)
+			switch {
+			case err == nil:
+				res.Status, res.Entry, res.Head = delivery.Enqueued, e, head
+				return nil
+			case !errors.Is(err, sql.ErrNoRows):
+				return fmt.Errorf("store: enqueue: %w", err)
+			}
+		}
 		var pending, done bool
 		var minExp sql.NullInt64
 		var n int
