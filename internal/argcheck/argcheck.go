@@ -37,6 +37,7 @@ const schemaURL = "https://input-schema.xconn.invalid/schema.json"
 // safe for concurrent use.
 type Validator struct {
 	schema *jsonschema.Schema
+	fast   *fastSchema // nil when the schema needs the general validator
 }
 
 // refuseLoader refuses every external document.
@@ -68,7 +69,7 @@ func Compile(schema json.RawMessage) (*Validator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("argcheck: compile schema: %w", err)
 	}
-	return &Validator{schema: s}, nil
+	return &Validator{schema: s, fast: compileFast(schema)}, nil
 }
 
 // Validate checks args (a JSON object; empty or null counts as {}) and
@@ -79,6 +80,9 @@ func (v *Validator) Validate(args json.RawMessage) protocol.Violations {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		trimmed = []byte("{}")
+	}
+	if v.fast != nil && v.fast.accepts(trimmed) {
+		return nil
 	}
 	inst, err := decodeInstance(trimmed)
 	if err != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
@@ -33,7 +35,10 @@ type Conn struct {
 
 	closeReq chan struct{} // closed by the first Close
 	readEnd  chan struct{} // closed when the read loop has ended
-	done     chan struct{} // closed when the connection is finished
+	// stopped is set just before closeReq or readEnd is closed: the send
+	// paths test it instead of selecting on both.
+	stopped atomic.Bool
+	done    chan struct{} // closed when the connection is finished
 
 	mu      sync.Mutex
 	started bool
@@ -88,6 +93,7 @@ func (c *Conn) Run(ctx context.Context, h Handler) error {
 	stop := context.AfterFunc(ctx, func() { _ = c.ws.CloseNow() })
 	err := c.readLoop(h)
 	stop()
+	c.stopped.Store(true)
 	close(c.readEnd)
 	if c.cork != nil {
 		_ = c.cork.flush() // a close frame coder/websocket answered while corked
@@ -142,8 +148,7 @@ func (c *Conn) writeLoop() {
 	for {
 		select {
 		case f := <-c.queue:
-			if err := c.write(f, len(c.queue) > 0); err != nil {
-				c.opts.Logger.Debug("wsconn: write failed", "err", err)
+			if !c.writeBurst(f) {
 				_ = c.ws.CloseNow()
 				return
 			}
@@ -152,6 +157,36 @@ func (c *Conn) writeLoop() {
 			return
 		case <-c.readEnd:
 			return
+		}
+	}
+}
+
+// writeBurst writes f and the frames queued behind it, corked until the
+// last one; false when a write failed.
+func (c *Conn) writeBurst(f []byte) bool {
+	for {
+		more := len(c.queue) > 0
+		if !more {
+			// Let the goroutines that are ready to send do so before the
+			// socket is uncorked: under load, several frames then leave
+			// in one write(2); an idle connection loses only the yield.
+			runtime.Gosched()
+			more = len(c.queue) > 0
+		}
+		if err := c.write(f, more); err != nil {
+			c.opts.Logger.Debug("wsconn: write failed", "err", err)
+			return false
+		}
+		if !more {
+			return true
+		}
+		// The writer is the queue's only reader: the frame is there. A
+		// Close or the end of the read loop is seen once the burst is
+		// written (flushAndClose would write these frames anyway).
+		select {
+		case f = <-c.queue:
+		default:
+			return true
 		}
 	}
 }
@@ -222,11 +257,12 @@ func (c *Conn) Send(ctx context.Context, env *protocol.Envelope) error {
 // SendRaw enqueues one already encoded packet as a text frame, like
 // [Conn.Send]. The caller must not modify frame afterwards.
 func (c *Conn) SendRaw(ctx context.Context, frame []byte) error {
-	select {
-	case <-c.closeReq:
+	if c.stopped.Load() {
 		return ErrClosed
-	case <-c.readEnd:
-		return ErrClosed
+	}
+	select { // the common case: room in the queue
+	case c.queue <- frame:
+		return nil
 	default:
 	}
 	select {
@@ -246,12 +282,8 @@ func (c *Conn) SendRaw(ctx context.Context, frame []byte) error {
 // queued then) and ErrClosed after close. It suits a Handler on the read
 // goroutine, which must not wait for the writer.
 func (c *Conn) TrySendRaw(frame []byte) error {
-	select {
-	case <-c.closeReq:
+	if c.stopped.Load() {
 		return ErrClosed
-	case <-c.readEnd:
-		return ErrClosed
-	default:
 	}
 	select {
 	case c.queue <- frame:
@@ -276,6 +308,7 @@ func (c *Conn) Close(code websocket.StatusCode, reason string) error {
 	}
 	c.closing = true
 	c.code, c.reason = code, truncateReason(reason)
+	c.stopped.Store(true)
 	close(c.closeReq)
 	started := c.started
 	c.mu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/xconn/xconn/internal/jsonbytes"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -36,9 +35,6 @@ const (
 // else nil. The schema and a known type take no allocation; the other
 // string members share one.
 func scanEnvelope(data []byte) *protocol.Envelope {
-	if !json.Valid(data) {
-		return nil
-	}
 	var (
 		spans [nFields][]byte
 		seen  [nFields]bool
@@ -49,7 +45,8 @@ func scanEnvelope(data []byte) *protocol.Envelope {
 		spans[i], seen[i] = body, ok
 		return ok
 	}
-	ok := jsonbytes.EachMember(data, func(key, val []byte) bool {
+	// One pass checks the frame (as json.Valid) and splits its members.
+	ok := eachValidMember(data, func(key, val []byte) bool {
 		switch string(key) {
 		case "schema":
 			return field(fSchema, val)
