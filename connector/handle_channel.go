@@ -3,7 +3,6 @@ package connector
 import (
 	"time"
 
-	"github.com/xconn/xconn/internal/signurl"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -48,16 +47,19 @@ func (sess *session) ackOpen(env *protocol.Envelope, id string) {
 		sess.sendError(env, protocol.Errorf(protocol.CodeInternal, "cannot compute the descriptor"))
 		return
 	}
-	ack := env.Reply(protocol.TypeChannelOpenAck)
-	ack.ConnectorChannelID = id
-	raw, err := encodeOpenAck(id, d)
-	if err != nil {
+	if hasExtensions(d) {
+		ack := env.Reply(protocol.TypeChannelOpenAck)
+		ack.ConnectorChannelID = id
 		sess.replyEnv(ack, protocol.ChannelOpenAckPayload{ConnectorChannelID: id, ConnectionDescriptor: d})
 		return
 	}
-	ack.PacketID, ack.Time = signurl.RandomID("pkt_"), time.Now().UnixMilli()
-	ack.Payload = raw
-	_ = sess.send(sess.ctx, ack)
+	// The usual Descriptor: the whole frame in one pass (open_encode.go).
+	frame := encodeOpenAckFrame(env, sess.packetID(), time.Now().UnixMilli(), id, d)
+	if err := sess.conn.SendRaw(sess.ctx, frame); err != nil {
+		s.log.Debug("connector: send failed", "type", protocol.TypeChannelOpenAck, "err", err)
+		return
+	}
+	s.metrics.packetOut(protocol.TypeChannelOpenAck)
 }
 
 func (sess *session) handleClose(env *protocol.Envelope) {

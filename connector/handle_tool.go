@@ -18,14 +18,14 @@ import (
 func (sess *session) handleToolInvoke(env *protocol.Envelope, p *protocol.ToolInvokePayload) {
 	s := sess.srv
 	start := time.Now()
-	result, perr := sess.invoke(env, p)
+	result, compact, perr := sess.invoke(env, p)
 	code := "ok"
 	if perr != nil {
 		code = metricCode(perr.Code)
 		sess.replyError(env, protocol.TypeToolInvokeAck, perr)
 	} else {
-		if payload, err := invokeAckPayload(p.ToolID, result); err == nil {
-			sess.replyRaw(env, protocol.TypeToolInvokeAck, payload)
+		if payload, err := invokeAckPayload(p.ToolID, result, compact); err == nil {
+			sess.replyTrusted(env, protocol.TypeToolInvokeAck, payload)
 		} else {
 			sess.reply(env, protocol.TypeToolInvokeAck, protocol.ToolInvokeAckPayload{ToolID: p.ToolID, Result: result})
 		}
@@ -40,7 +40,9 @@ func (sess *session) handleToolInvoke(env *protocol.Envelope, p *protocol.ToolIn
 }
 
 // invoke checks and runs one tool call. The returned error is secret-free.
-func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayload) (json.RawMessage, *protocol.Error) {
+// compact reports a result known to be what json.Marshal writes (valid,
+// compact, HTML-escaped): the result of a typed tool.
+func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayload) (json.RawMessage, bool, *protocol.Error) {
 	s := sess.srv
 	id := env.ConnectorChannelID
 	cardTool, inCard := s.card.Tool(p.ToolID)
@@ -49,34 +51,34 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 	validator := s.validators[p.ToolID]
 	s.mu.Unlock()
 	if !inCard || entry == nil {
-		return nil, protocol.Errorf(protocol.CodeUnknownTool, "tool %q is not declared by this Connector", p.ToolID)
+		return nil, false, protocol.Errorf(protocol.CodeUnknownTool, "tool %q is not declared by this Connector", p.ToolID)
 	}
-	snap, err := s.channelState(id)
+	snap, err := s.toolSnap(id, p.ToolID)
 	if err != nil {
-		return nil, protocol.AsError(err)
+		return nil, false, protocol.AsError(err)
 	}
 	if !entry.opts.Public && !isAuthenticated(snap.rec.Status) {
-		return nil, protocol.Errorf(protocol.CodeConnectionNotAuthenticated, "channel %s is not signed in", id)
+		return nil, false, protocol.Errorf(protocol.CodeConnectionNotAuthenticated, "channel %s is not signed in", id)
 	}
 	// The hello's negotiation is hello supported_profiles ∩ the Card's
 	// profiles, computed once per hello and immutable: reuse it.
 	st := s.toolState(*cardTool, snap, snap.rec.Status, sess.negotiated())
 	if st.Status != protocol.ToolAvailable || st.TargetPermissionState == protocol.PermissionDenied ||
 		st.TargetPermissionState == protocol.PermissionRequiresReauth {
-		return nil, protocol.Errorf(protocol.CodeConnectorChannelUnavailable, "tool %s is %s on this channel", p.ToolID, st.Status)
+		return nil, false, protocol.Errorf(protocol.CodeConnectorChannelUnavailable, "tool %s is %s on this channel", p.ToolID, st.Status)
 	}
 	args := p.Arguments
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 		args = json.RawMessage(`{}`)
 	}
 	if vs := validator.Validate(args); len(vs) > 0 {
-		return nil, protocol.Errorf(protocol.CodeInvalidArguments, "%s", vs.Error())
+		return nil, false, protocol.Errorf(protocol.CodeInvalidArguments, "%s", vs.Error())
 	}
 	stripped, ok := stripChannelMember(args)
 	if !ok {
 		var err error
 		if stripped, _, err = stripChannelArg(args); err != nil {
-			return nil, protocol.Errorf(protocol.CodeInvalidArguments, "arguments must be a JSON object")
+			return nil, false, protocol.Errorf(protocol.CodeInvalidArguments, "arguments must be a JSON object")
 		}
 	}
 	// The Call and its Channel in one allocation.
@@ -95,11 +97,11 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 	if idem {
 		_, fields, err := stripChannelArg(args)
 		if err != nil {
-			return nil, protocol.Errorf(protocol.CodeInvalidArguments, "arguments must be a JSON object")
+			return nil, false, protocol.Errorf(protocol.CodeInvalidArguments, "arguments must be a JSON object")
 		}
 		canon, err := canonicalArgs(fields)
 		if err != nil {
-			return nil, protocol.Errorf(protocol.CodeInvalidArguments, "arguments must be a JSON object")
+			return nil, false, protocol.Errorf(protocol.CodeInvalidArguments, "arguments must be a JSON object")
 		}
 		sum := sha256.Sum256(canon)
 		hash = hex.EncodeToString(sum[:])
@@ -107,16 +109,16 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 		switch {
 		case err == nil:
 			if rec.ToolID != p.ToolID || rec.ArgsHash != hash {
-				return nil, protocol.Errorf(protocol.CodeToolCallConflict, "tool_call_id %s was used with other arguments", call.ToolCallID)
+				return nil, false, protocol.Errorf(protocol.CodeToolCallConflict, "tool_call_id %s was used with other arguments", call.ToolCallID)
 			}
 			s.metrics.toolReplays.Inc()
 			if rec.ErrCode != "" {
-				return nil, &protocol.Error{Code: protocol.Code(rec.ErrCode), Message: rec.ErrMessage}
+				return nil, false, &protocol.Error{Code: protocol.Code(rec.ErrCode), Message: rec.ErrMessage}
 			}
-			return rec.Result, nil
+			return rec.Result, false, nil
 		case !errors.Is(err, store.ErrNotFound):
 			s.log.Error("connector: load tool call record", "err", err)
-			return nil, protocol.Errorf(protocol.CodeInternal, "cannot check the tool call record")
+			return nil, false, protocol.Errorf(protocol.CodeInternal, "cannot check the tool call record")
 		}
 	}
 
@@ -126,11 +128,17 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 	}
 	result, herr := sess.runTool(entry, call, stripped, timeout)
 	perr := s.toolError(p.ToolID, herr)
+	compact := false
 	if perr == nil {
-		if scrubbed := s.secrets.Scrub(string(result)); scrubbed != string(result) {
-			result = json.RawMessage(scrubbed)
+		// A typed tool's result comes from json.Marshal: valid and
+		// compact, unless scrubbing changes it.
+		compact = entry.typed
+		if s.secrets.Len() > 0 {
+			if scrubbed := s.secrets.Scrub(string(result)); scrubbed != string(result) {
+				result, compact = json.RawMessage(scrubbed), false
+			}
 		}
-		if !json.Valid(result) {
+		if !compact && !json.Valid(result) {
 			perr = protocol.Errorf(protocol.CodeToolInvokeFailed, "tool result is not valid JSON")
 		}
 	}
@@ -144,7 +152,7 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 			s.log.Warn("connector: store tool call record", "err", err)
 		}
 	}
-	return result, perr
+	return result, compact, perr
 }
 
 // pushProgress sends a tool.progress.push on channel id.
@@ -163,8 +171,12 @@ func (sess *session) pushProgress(ctx context.Context, id string, pp protocol.To
 // answered at its timeout; the goroutine belongs to the session, which
 // waits for it before it is gone.
 func (sess *session) runTool(entry *toolEntry, call *Call, args json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(sess.ctx, timeout)
-	defer cancel()
+	// A callCtx and a timer rather than context.WithTimeout: the handler's
+	// context costs nothing until it waits on it.
+	ctx := newCallCtx(sess.ctx, timeout)
+	defer ctx.release()
+	t := sess.timers.Get(timeout)
+	defer sess.timers.Put(t)
 	type outcome struct {
 		res json.RawMessage
 		err error
@@ -184,9 +196,10 @@ func (sess *session) runTool(entry *toolEntry, call *Call, args json.RawMessage,
 	select {
 	case o := <-done:
 		return o.res, o.err
-	case <-ctx.Done():
-		return nil, protocol.Errorf(protocol.CodeToolTimeout, "tool did not finish within %s", timeout)
+	case <-t.C:
+	case <-sess.ctx.Done():
 	}
+	return nil, protocol.Errorf(protocol.CodeToolTimeout, "tool did not finish within %s", timeout)
 }
 
 // toolError turns a handler error into a secret-free wire error: a

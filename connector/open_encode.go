@@ -2,6 +2,7 @@ package connector
 
 import (
 	"encoding/json"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/xconn/xconn/protocol"
@@ -28,12 +29,54 @@ func encodeOpenAck(id string, d *protocol.Descriptor) (json.RawMessage, error) {
 	if d == nil || hasExtensions(d) {
 		return json.Marshal(protocol.ChannelOpenAckPayload{ConnectorChannelID: id, ConnectionDescriptor: d})
 	}
-	b := make([]byte, 0, 512+128*len(d.Tools))
+	return appendOpenAck(make([]byte, 0, 512+128*len(d.Tools)), id, d), nil
+}
+
+// appendOpenAck appends the encodeOpenAck payload of d, which has no
+// extension members.
+func appendOpenAck(b []byte, id string, d *protocol.Descriptor) []byte {
 	b = append(b, `{"connector_channel_id":`...)
 	b = appendString(b, id)
 	b = append(b, `,"connection_descriptor":`...)
 	b = appendDescriptor(b, d)
-	return append(b, '}'), nil
+	return append(b, '}')
+}
+
+// encodeOpenAckFrame encodes the whole channel.open.ack frame answering
+// req for channel id with Descriptor d, which has no extension members:
+// the bytes protocol.Envelope.MarshalJSON gives for req.Reply with
+// packetID, t, id as its connector_channel_id and the encodeOpenAck
+// payload, in one buffer. MarshalJSON would check the payload with
+// json.Valid once more; this payload is built here, member by member, so
+// the check can only pass. TestEncodeOpenAckFrameMatchesEnvelope holds the
+// two equal.
+func encodeOpenAckFrame(req *protocol.Envelope, packetID string, t int64, id string, d *protocol.Descriptor) []byte {
+	b := make([]byte, 0, 768+128*len(d.Tools)+len(req.RequestID)+len(req.PacketID))
+	b = append(b, `{"schema":`...)
+	b = appendString(b, protocol.PacketSchema)
+	b = append(b, `,"packet_id":`...)
+	b = appendString(b, packetID)
+	if req.RequestID != "" {
+		b = append(b, `,"request_id":`...)
+		b = appendString(b, req.RequestID)
+	}
+	if req.PacketID != "" {
+		b = append(b, `,"reply_to":`...)
+		b = appendString(b, req.PacketID)
+	}
+	if id != "" {
+		b = append(b, `,"connector_channel_id":`...)
+		b = appendString(b, id)
+	}
+	b = append(b, `,"type":`...)
+	b = appendString(b, protocol.TypeChannelOpenAck)
+	if t != 0 {
+		b = append(b, `,"time":`...)
+		b = strconv.AppendInt(b, t, 10)
+	}
+	b = append(b, `,"payload":`...)
+	b = appendOpenAck(b, id, d)
+	return append(b, '}')
 }
 
 // appendDescriptor appends d, which has no extension members.

@@ -99,3 +99,51 @@ func TestEncodeOpenAckKnowsEveryField(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeOpenAckFrameMatchesEnvelope checks that the channel.open.ack
+// frame encoder gives exactly the bytes of protocol.Envelope.MarshalJSON
+// for the reply envelope with the encodeOpenAck payload.
+func TestEncodeOpenAckFrameMatchesEnvelope(t *testing.T) {
+	t.Parallel()
+	d := &protocol.Descriptor{
+		Schema: protocol.DescriptorSchema,
+		Connection: protocol.Connection{ConnectorCardID: "im.x", ConnectorID: "conn_1", ConnectorChannelID: "cch_1",
+			TargetType: "im", Profiles: []protocol.Profile{protocol.ProfileIMv2}, Status: protocol.StatusCreated},
+		Target: protocol.DescriptorTarget{Provider: "p", Label: "L", DisplayName: "L not bound"},
+		Tools:  []protocol.ToolState{{ToolID: "t1", Status: protocol.ToolUnavailable, Reason: "sign-in required"}},
+	}
+	tests := []struct {
+		name     string
+		req      *protocol.Envelope
+		packetID string
+		time     int64
+		id       string
+	}{
+		{name: "usual", req: &protocol.Envelope{Schema: protocol.PacketSchema, PacketID: "pkt_1", RequestID: "req_1",
+			ConnectorChannelID: "cch_1", Type: protocol.TypeChannelOpen, Time: 5}, packetID: "pkt_a", time: 1700000000000, id: "cch_1"},
+		{name: "first open", req: &protocol.Envelope{PacketID: "pkt_2", RequestID: "req_2", Type: protocol.TypeChannelOpen},
+			packetID: "pkt_b", time: -3, id: "cch_new"},
+		{name: "no request_id, no time", req: &protocol.Envelope{PacketID: "pkt_3"}, packetID: "pkt_c", id: "cch_1"},
+		{name: "strings needing escapes", req: &protocol.Envelope{PacketID: "pkt_<\u2028>", RequestID: "req_\"\\\x01\xff"},
+			packetID: "pkt_&", time: 1, id: "cch_é"},
+		{name: "empty ids", req: &protocol.Envelope{}, packetID: "", id: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			payload, err := connector.EncodeOpenAck(tc.id, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := tc.req.Reply(protocol.TypeChannelOpenAck)
+			env.ConnectorChannelID, env.PacketID, env.Time, env.Payload = tc.id, tc.packetID, tc.time, payload
+			want, err := env.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := connector.EncodeOpenAckFrame(tc.req, tc.packetID, tc.time, tc.id, d)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("encoded\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/xconn/xconn/internal/signurl"
+	"github.com/xconn/xconn/internal/timerpool"
 	"github.com/xconn/xconn/internal/wsconn"
 	"github.com/xconn/xconn/protocol"
 )
@@ -30,8 +31,9 @@ type session struct {
 	wg     sync.WaitGroup
 
 	helloDone atomic.Bool
-	idPrefix  string        // "pkt_" and a random part, unique per socket
-	idSeq     atomic.Uint64 // numbers the packets this socket sends
+	idPrefix  string         // "pkt_" and a random part, unique per socket
+	idSeq     atomic.Uint64  // numbers the packets this socket sends
+	timers    timerpool.Pool // stopped *time.Timer for tool call timeouts
 
 	mu          sync.Mutex
 	connectorID string

@@ -83,6 +83,23 @@ func (s *Server) channelState(id string) (chanSnap, error) {
 	return cs.snap(), nil
 }
 
+// toolSnap returns what a tool call needs of a known channel: its record
+// and its availability entry for toolID (the only one tools holds), without
+// copying the binding or the other entries.
+func (s *Server) toolSnap(id, toolID string) (chanSnap, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs, ok := s.channels[id]
+	if !ok {
+		return chanSnap{}, notFound(id)
+	}
+	snap := chanSnap{rec: cs.rec, open: cs.open}
+	if a, ok := cs.tools[toolID]; ok {
+		snap.tools = map[string]ToolAvailability{toolID: a}
+	}
+	return snap, nil
+}
+
 // snap copies cs; the caller holds Server.mu.
 func (cs *chanState) snap() chanSnap {
 	return chanSnap{rec: cs.rec, binding: cs.binding.clone(), tools: maps.Clone(cs.tools), open: cs.open}

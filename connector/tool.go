@@ -72,6 +72,9 @@ type toolEntry struct {
 	opts   ToolOptions
 	schema json.RawMessage // without injection, nil = take the Card's or {}
 	fn     RawToolFunc
+	// typed marks a tool added by AddTool: its results come from
+	// json.Marshal (valid, compact, HTML-escaped).
+	typed bool
 }
 
 // AddTool registers a typed tool: its input schema comes from In (see
@@ -105,7 +108,18 @@ func AddTool[In, Out any](s *Server, id string, fn ToolFunc[In, Out], opts ToolO
 		}
 		return b, nil
 	}
-	return s.registerTool(id, raw, schema, opts, nil)
+	if err := s.registerTool(id, raw, schema, opts, nil); err != nil {
+		return err
+	}
+	// Marked under the registration lock, and only while registration is
+	// still open (an entry found at invoke time is never written again).
+	_ = s.register(func() error {
+		if e := s.tools[id]; e != nil {
+			e.typed = true
+		}
+		return nil
+	})
+	return nil
 }
 
 // AddRawTool registers an untyped tool whose schema is opts.InputSchema

@@ -141,11 +141,12 @@ func plainString(val []byte) (string, bool) {
 
 // invokeAckPayload encodes the payload of a successful tool.invoke.ack: the
 // same bytes as json.Marshal(protocol.ToolInvokeAckPayload{ToolID: toolID,
-// Result: result}), in one pass over result instead of three.
-func invokeAckPayload(toolID string, result json.RawMessage) (json.RawMessage, error) {
+// Result: result}), in one pass over result instead of three, and in none
+// when compact says result is json.Marshal output already.
+func invokeAckPayload(toolID string, result json.RawMessage, compact bool) (json.RawMessage, error) {
 	b := make([]byte, 0, len(toolID)+len(result)+24)
 	b = append(b, `{"tool_id":`...)
-	if plainASCII(toolID) {
+	if jsonbytes.Plain(toolID) {
 		b = append(b, '"')
 		b = append(b, toolID...)
 		b = append(b, '"')
@@ -158,7 +159,9 @@ func invokeAckPayload(toolID string, result json.RawMessage) (json.RawMessage, e
 	}
 	if len(result) > 0 {
 		b = append(b, `,"result":`...)
-		if htmlOrLineSep(result) {
+		if compact {
+			b = append(b, result...)
+		} else if jsonbytes.Escaped(result) {
 			// encoding/json escapes these; let it.
 			r, err := json.Marshal(result)
 			if err != nil {
@@ -174,22 +177,4 @@ func invokeAckPayload(toolID string, result json.RawMessage) (json.RawMessage, e
 		}
 	}
 	return json.RawMessage(append(b, '}')), nil
-}
-
-// plainASCII reports whether s encodes as a JSON string without escapes
-// (encoding/json also escapes <, > and &).
-func plainASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
-}
-
-// htmlOrLineSep reports whether b holds a byte sequence encoding/json
-// escapes when it compacts a RawMessage: <, >, & and U+2028, U+2029.
-func htmlOrLineSep(b []byte) bool {
-	return bytes.ContainsAny(b, "<>&") || bytes.Contains(b, []byte("\u2028")) || bytes.Contains(b, []byte("\u2029"))
 }

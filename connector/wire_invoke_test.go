@@ -154,12 +154,12 @@ func TestInvokeAckPayloadMatchesMarshal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := invokeAckPayload(tt.tool, json.RawMessage(tt.result))
+		got, err := invokeAckPayload(tt.tool, json.RawMessage(tt.result), false)
 		if err != nil || string(got) != string(want) {
 			t.Errorf("invokeAckPayload(%q, %s) = %s, %v; want %s", tt.tool, tt.result, got, err, want)
 		}
 	}
-	if _, err := invokeAckPayload("t", json.RawMessage(`{bad`)); err == nil {
+	if _, err := invokeAckPayload("t", json.RawMessage(`{bad`), false); err == nil {
 		t.Error("invokeAckPayload accepted invalid JSON")
 	}
 }

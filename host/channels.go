@@ -10,13 +10,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xconn/xconn/internal/jsonbytes"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
 )
 
 // reopenConcurrency bounds the channel.open requests sent at once after a
-// reconnect.
-const reopenConcurrency = 16
+// reconnect: as many as the SDK's default channel workers per socket
+// (connector.DefaultWorkers), so that a reopen is not bound by round trips
+// (each reopen is a round trip and, when nothing changed, no write).
+const reopenConcurrency = 64
 
 // route is one channel open on a session: the runtime route of a persisted
 // user channel, or a temporary sign-in channel (ucID "").
@@ -213,18 +216,34 @@ func (s *session) beginOpen(channelID string) (tok *openTok, end func()) {
 // registered on the reader goroutine as the ack arrives, so that packets
 // following the ack find it.
 func (s *session) openChannel(ctx context.Context, channelID, ucID, userID string) (*route, error) {
+	r, _, err := s.openChannelRaw(ctx, channelID, ucID, userID)
+	return r, err
+}
+
+// openChannelRaw is openChannel that also returns the ack's
+// connection_descriptor as it came on the wire (nil when it cannot tell),
+// for reopen to compare with the stored one without encoding the decoded
+// Descriptor again. The bytes are the ack's, held by nobody else.
+func (s *session) openChannelRaw(ctx context.Context, channelID, ucID, userID string) (*route, []byte, error) {
 	_, _, card := s.rt.view()
 	var (
-		r    *route
-		verr error
+		r       *route
+		verr    error
+		descRaw []byte
 	)
 	tok, end := s.beginOpen(channelID)
 	defer end()
 	onAck := func(env *protocol.Envelope) {
 		var p protocol.ChannelOpenAckPayload
-		if err := env.DecodePayload(&p); err != nil {
-			verr = protocol.Errorf(protocol.CodeInvalidPacket, "channel.open.ack payload: %v", err)
-			return
+		// The common ack in one pass (the reader goroutine runs this);
+		// any other goes through encoding/json as before.
+		if !protocol.DecodeChannelOpenAckFast(env.Payload, &p) {
+			if err := env.DecodePayload(&p); err != nil {
+				verr = protocol.Errorf(protocol.CodeInvalidPacket, "channel.open.ack payload: %v", err)
+				return
+			}
+		} else {
+			descRaw = ackDescriptorBytes(env.Payload)
 		}
 		id := p.ConnectorChannelID
 		if id == "" || env.ConnectorChannelID != id {
@@ -244,16 +263,32 @@ func (s *session) openChannel(ctx context.Context, channelID, ucID, userID strin
 		}
 		s.mu.Unlock()
 	}
-	if _, err := s.request(ctx, protocol.TypeChannelOpen, channelID, protocol.EmptyPayload{}, reqOpts{onAck: onAck}); err != nil {
-		return nil, err
+	// {} as encoded bytes: EmptyPayload's encoder goes through reflection.
+	if _, err := s.request(ctx, protocol.TypeChannelOpen, channelID, json.RawMessage(`{}`), reqOpts{onAck: onAck}); err != nil {
+		return nil, nil, err
 	}
 	if verr != nil {
-		return nil, verr
+		return nil, nil, verr
 	}
 	if r == nil {
-		return nil, protocol.Errorf(protocol.CodeInvalidPacket, "channel.open.ack was not understood")
+		return nil, nil, protocol.Errorf(protocol.CodeInvalidPacket, "channel.open.ack was not understood")
 	}
-	return r, nil
+	return r, descRaw, nil
+}
+
+// ackDescriptorBytes returns the connection_descriptor member of a
+// channel.open.ack payload that protocol.DecodeChannelOpenAckFast took
+// (valid JSON, each member once), or nil.
+func ackDescriptorBytes(payload []byte) []byte {
+	var raw []byte
+	jsonbytes.EachMember(payload, func(key, val []byte) bool {
+		if string(key) == "connection_descriptor" {
+			raw = val
+			return false
+		}
+		return true
+	})
+	return raw
 }
 
 // closeChannel sends channel.close (best effort) and drops the route.
@@ -266,6 +301,7 @@ func (s *session) closeChannel(ctx context.Context, channelID string) {
 // concurrently, takes the id the connector returns and resumes the pending
 // finals of each (section 6, 8.3).
 func (rt *runtime) reopenAll(ctx context.Context, s *session) {
+	mark, markOK := rt.h.chans.writeMark()
 	ucs, err := rt.h.st.ListUserChannels(ctx, "", rt.cardID)
 	if err != nil {
 		rt.h.log.Warn("host: list channels to reopen", "card_id", rt.cardID, "err", err)
@@ -282,7 +318,7 @@ func (rt *runtime) reopenAll(ctx context.Context, s *session) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if _, err := rt.reopen(ctx, s, uc); err != nil && ctx.Err() == nil {
+			if _, err := rt.reopen(ctx, s, listedChannel{uc: uc, mark: mark, ok: markOK}); err != nil && ctx.Err() == nil {
 				rt.h.log.Warn("host: reopen channel", "card_id", rt.cardID, "user_channel", uc.ID, "err", err)
 				rt.h.emit(Event{Kind: EventChannel, CardID: rt.cardID, UserChannelID: uc.ID, ChannelID: uc.ChannelID, Detail: "reopen failed: " + err.Error()})
 			}
@@ -295,24 +331,35 @@ func (rt *runtime) reopenAll(ctx context.Context, s *session) {
 // id and Descriptor the connector answered with (or a Descriptor pushed
 // since), when they differ from the stored ones. A channel closed while it reopened (logout, close, delete) keeps
 // its record as the closing left it.
-func (rt *runtime) reopen(ctx context.Context, s *session, uc store.UserChannel) (*route, error) {
-	r, err := s.openChannel(ctx, uc.ChannelID, uc.ID, uc.UserID)
+func (rt *runtime) reopen(ctx context.Context, s *session, l listedChannel) (*route, error) {
+	uc := l.uc
+	r, descRaw, err := s.openChannelRaw(ctx, uc.ChannelID, uc.ID, uc.UserID)
 	if err != nil {
 		return nil, err
 	}
+	opened := r.desc
 	detail := "reopened"
 	if r.channelID != uc.ChannelID {
 		detail = "reopened with a new connector_channel_id"
 	}
-	_, err = rt.h.updateUserChannel(ctx, uc.ID, func(rec *store.UserChannel) error {
+	_, err = rt.h.updateListedChannel(ctx, l, func(rec *store.UserChannel) error {
 		cur := s.route(r.channelID)
 		if cur == nil {
 			return &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: "channel closed while it reopened", Retryable: true}
 		}
-		descJSON, err := json.Marshal(cur.desc)
-		if err != nil {
-			return fmt.Errorf("encode descriptor: %w", err)
+		descJSON := rec.Descriptor
+		if cur.desc != opened || descRaw == nil || !bytes.Equal(rec.Descriptor, descRaw) {
+			enc, err := json.Marshal(cur.desc)
+			if err != nil {
+				return fmt.Errorf("encode descriptor: %w", err)
+			}
+			descJSON = enc
 		}
+		// Else the ack carried the very bytes stored, and cur.desc was
+		// decoded from them: the stored bytes are json.Marshal's encoding
+		// of a decoded, normalised Descriptor without extension members
+		// (the fast decoder takes no other), which decoding gives back
+		// and encoding turns into the same bytes again.
 		r = cur
 		if rec.ChannelID == cur.channelID && rec.Authenticated == cur.desc.Authenticated() && bytes.Equal(rec.Descriptor, descJSON) {
 			return errSkipWrite // the usual reconnect: nothing changed, no write
@@ -443,7 +490,7 @@ func (rt *runtime) ensureRoute(ctx context.Context, uc store.UserChannel) (*sess
 	if r := s.route(uc.ChannelID); r != nil {
 		return s, r, nil
 	}
-	r, err := rt.reopen(ctx, s, uc)
+	r, err := rt.reopen(ctx, s, listedChannel{uc: uc})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -54,6 +54,12 @@ type channelCache struct {
 	users map[string]*userChannels
 	lru   list.List // of *userChannels, most recently used at the front
 	held  int       // sum of the users' cost
+	// writeSeq counts the starts and ends of user channel writes (and
+	// invalidateAll), writing the writes in progress: a record listed
+	// while writing was 0 is still the stored one while writeSeq has not
+	// moved (see writeMark).
+	writeSeq uint64
+	writing  int
 	// owners maps a record id to its user and connector (which never
 	// change), so that a lookup by id alone can use the cache; a hint,
 	// emptied when it reaches limit entries.
@@ -295,10 +301,14 @@ func (c *channelCache) beginWrite(userID string) (end func()) {
 		u = c.addLocked(userID)
 	}
 	u.writers++
+	c.writeSeq++
+	c.writing++
 	c.clearLocked(u)
 	c.mu.Unlock()
 	return func() {
 		c.mu.Lock()
+		c.writeSeq++
+		c.writing--
 		u.writers--
 		if c.users[userID] == u {
 			c.clearLocked(u)
@@ -321,10 +331,30 @@ func (c *channelCache) invalidate(userID string) {
 // invalidateAll forgets every cached channel.
 func (c *channelCache) invalidateAll() {
 	c.mu.Lock()
+	c.writeSeq++
 	for _, u := range c.users {
 		c.clearLocked(u)
 	}
 	c.mu.Unlock()
+}
+
+// writeMark returns a mark of the host's user channel writes to take
+// before reading records from the store, and false while a write is in
+// progress (the records read may then be older than the store's).
+func (c *channelCache) writeMark() (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writeSeq, c.writing == 0
+}
+
+// unwrittenSince reports whether no user channel write started since mark
+// was taken: a record read from the store after writeMark (which reported
+// true) is then still the stored one. Like the cache, it assumes this host
+// is the only writer of its store's user channels.
+func (c *channelCache) unwrittenSince(mark uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writeSeq == mark && c.writing == 0
 }
 
 // lockRecord serialises the read-modify-write cycles of the user channel
@@ -435,11 +465,30 @@ var errSkipWrite = errors.New("host: user channel left unchanged")
 // returning errSkipWrite leaves the record unchanged (and is not an error);
 // other errors are returned as they are. It returns the record as written.
 func (h *Host) updateUserChannel(ctx context.Context, ucID string, fn func(*store.UserChannel) error) (store.UserChannel, error) {
-	unlock := h.chans.lockRecord(ucID)
+	return h.updateListedChannel(ctx, listedChannel{uc: store.UserChannel{ID: ucID}}, fn)
+}
+
+// listedChannel is a record read from the store after
+// channelCache.writeMark returned mark (and true when ok).
+type listedChannel struct {
+	uc   store.UserChannel
+	mark uint64
+	ok   bool
+}
+
+// updateListedChannel is updateUserChannel for the record l.uc.ID that
+// starts from l.uc instead of reading the store when no user channel write
+// started since l was listed (a reopen after a reconnect, where nothing
+// else writes, reads the records once for all channels).
+func (h *Host) updateListedChannel(ctx context.Context, l listedChannel, fn func(*store.UserChannel) error) (store.UserChannel, error) {
+	unlock := h.chans.lockRecord(l.uc.ID)
 	defer unlock()
-	uc, err := h.st.GetUserChannel(ctx, ucID)
-	if err != nil {
-		return store.UserChannel{}, err
+	uc := l.uc
+	if !l.ok || !h.chans.unwrittenSince(l.mark) {
+		var err error
+		if uc, err = h.st.GetUserChannel(ctx, l.uc.ID); err != nil {
+			return store.UserChannel{}, err
+		}
 	}
 	if err := fn(&uc); err != nil {
 		if errors.Is(err, errSkipWrite) {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/xconn/xconn/internal/timerpool"
 	"github.com/xconn/xconn/internal/wsconn"
 	"github.com/xconn/xconn/protocol"
 )
@@ -30,6 +32,11 @@ type session struct {
 	done   chan struct{} // closed once every goroutine of the session stopped
 
 	inbound chan *protocol.Envelope // bounded dispatch queue
+
+	idPrefix string         // random part of the ids of this socket's requests
+	idSeq    atomic.Uint64  // numbers them
+	timers   timerpool.Pool // stopped *time.Timer for request timeouts
+	reqs     sync.Pool      // *pendingReq whose answer was received (see request)
 
 	// catalogs are the channel catalogs of this session by Descriptor
 	// profile list, shared by every route with that list (a catalog is
@@ -84,6 +91,7 @@ func (rt *runtime) dial(ctx context.Context) (*session, error) {
 		routes:   map[string]*route{},
 		workers:  map[string]chan *protocol.Envelope{},
 		catalogs: map[string]*protocol.Negotiated{},
+		idPrefix: newID(""),
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.wg.Add(2)
@@ -158,13 +166,14 @@ type reqOpts struct {
 // request sends a request packet and waits for its ack, an error packet with
 // the same request_id, the timeout, ctx or the end of the socket.
 func (s *session) request(ctx context.Context, typ, channelID string, payload any, o reqOpts) (*protocol.Envelope, error) {
-	env := &protocol.Envelope{Schema: protocol.PacketSchema, PacketID: newID("pkt_"), RequestID: newID("req_"),
+	pktID, reqID := s.requestIDs()
+	env := &protocol.Envelope{Schema: protocol.PacketSchema, PacketID: pktID, RequestID: reqID,
 		ConnectorChannelID: channelID, Type: typ, Time: nowMillis()}
 	var err error
 	if env.Payload, err = encodePayload(payload); err != nil {
 		return nil, fmt.Errorf("%s: encode payload: %w", typ, err)
 	}
-	p := &pendingReq{typ: typ, channel: channelID, toolID: o.toolID, ch: make(chan *protocol.Envelope, 1), onAck: o.onAck, progress: o.progress}
+	p := s.newPending(typ, channelID, o)
 	s.mu.Lock()
 	switch {
 	case s.closed:
@@ -184,13 +193,16 @@ func (s *session) request(ctx context.Context, typ, channelID string, payload an
 	// A timer rather than a context.WithTimeout: no context to allocate and
 	// register with the caller's. The send itself waits for ctx only (the
 	// socket's queue is bounded and its writer has its own write timeout).
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	if err := s.send(ctx, env); err != nil {
+	t := s.timers.Get(timeout)
+	defer s.timers.Put(t)
+	if err := s.sendRequest(ctx, env); err != nil {
 		return nil, err
 	}
 	select {
 	case reply := <-p.ch:
+		// onFrame removed p from pending before it sent the reply and
+		// is done with it: p can serve another request.
+		s.reqs.Put(p)
 		if reply.Type == protocol.TypeError || reply.Error != nil {
 			if pe := protocol.ErrorFromWire(reply.Error); pe != nil {
 				return reply, pe

@@ -132,8 +132,10 @@ func (h *Host) Invoke(ctx context.Context, userID, sessionID, toolID string, arg
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if len(args) > 0 && !json.Valid(args) {
-		return nil, protocol.Errorf(protocol.CodeInvalidArguments, "tool arguments are not valid JSON")
+	// Encoding the payload first checks the arguments (one pass).
+	payload, err := invokePayload(toolID, args, sessionID, toolCallID)
+	if err != nil {
+		return nil, err
 	}
 	uc, rt, tool, err := h.resolve(ctx, userID, sessionID, toolID)
 	if err != nil {
@@ -146,11 +148,12 @@ func (h *Host) Invoke(ctx context.Context, userID, sessionID, toolID string, arg
 	if err != nil {
 		return nil, err
 	}
-	p := protocol.ToolInvokePayload{ToolID: toolID, Arguments: args,
-		Context: &protocol.ToolContext{SessionID: sessionID, ToolCallID: toolCallID}}
-	env, err := s.request(ctx, protocol.TypeToolInvoke, r.channelID, p, reqOpts{timeout: h.opts.ToolTimeout, toolID: toolID, progress: cfg.progress})
+	env, err := s.request(ctx, protocol.TypeToolInvoke, r.channelID, payload, reqOpts{timeout: h.opts.ToolTimeout, toolID: toolID, progress: cfg.progress})
 	if err != nil {
 		return nil, err
+	}
+	if out, ok := scanInvokeAck(env.Payload); ok {
+		return &Result{CardID: rt.cardID, UserChannelID: uc.ID, ChannelID: r.channelID, ToolID: toolID, Output: out}, nil
 	}
 	var ack protocol.ToolInvokeAckPayload
 	if len(env.Payload) > 0 && string(env.Payload) != "null" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/xconn/xconn/internal/jsonbytes"
 	"github.com/xconn/xconn/internal/wsconn"
 	"github.com/xconn/xconn/protocol"
 )
@@ -126,17 +127,83 @@ func (c *wireClient) hello(ctx context.Context, cardID, connectorID string) (str
 	return p.ConnectorID, nil
 }
 
-// open opens a channel (id "" for a new one) and returns its id.
+// open opens a channel (id "" for a new one) and returns its id, after
+// checking that the ack is a channel.open.ack for that channel (see
+// openAckChannel).
 func (c *wireClient) open(ctx context.Context, id string) (string, error) {
-	ack, err := c.request(ctx, protocol.TypeChannelOpen, id, protocol.EmptyPayload{})
+	// {} encoded: protocol.EmptyPayload's encoder goes through reflection.
+	ack, err := c.request(ctx, protocol.TypeChannelOpen, id, json.RawMessage(`{}`))
 	if err != nil {
 		return "", err
 	}
-	var p protocol.ChannelOpenAckPayload
-	if err := ack.DecodePayload(&p); err != nil {
-		return "", err
+	return openAckChannel(ack, id)
+}
+
+// openAckChannel checks that ack answers a channel.open of channel want
+// ("" for a new channel) with success and returns the channel id. The
+// harness needs only the id and the outcome, so instead of decoding the
+// whole Descriptor into typed structs it scans the payload for the
+// members it checks: connector_channel_id, and the Descriptor's
+// connection.connector_channel_id and connection.status. The envelope
+// decoder has already checked that the frame, and so the payload, is valid
+// JSON.
+func openAckChannel(ack *protocol.Envelope, want string) (string, error) {
+	if ack.Type != protocol.TypeChannelOpenAck {
+		return "", fmt.Errorf("bench: channel.open answered by %q", ack.Type)
 	}
-	return p.ConnectorChannelID, nil
+	var id, descID, status []byte
+	var haveID, haveDesc bool
+	ok := jsonbytes.EachMember(ack.Payload, func(key, val []byte) bool {
+		switch string(key) {
+		case "connector_channel_id":
+			id, haveID = plainString(val)
+			return haveID
+		case "connection_descriptor":
+			return jsonbytes.EachMember(val, func(key, val []byte) bool {
+				if string(key) != "connection" {
+					return true
+				}
+				haveDesc = true
+				return jsonbytes.EachMember(val, func(key, val []byte) bool {
+					var ok bool
+					switch string(key) {
+					case "connector_channel_id":
+						descID, ok = plainString(val)
+						return ok
+					case "status":
+						status, ok = plainString(val)
+						return ok
+					}
+					return true
+				})
+			})
+		}
+		return true
+	})
+	switch {
+	case !ok || !haveID || !haveDesc:
+		return "", fmt.Errorf("bench: channel.open.ack payload is not what the harness expects: %.200s", ack.Payload)
+	case len(id) == 0 || (want != "" && string(id) != want):
+		return "", fmt.Errorf("bench: channel.open.ack for channel %q answers %q", want, id)
+	case string(descID) != string(id) || ack.ConnectorChannelID != string(id):
+		return "", fmt.Errorf("bench: channel.open.ack of %q carries channel %q in its envelope and %q in its Descriptor",
+			id, ack.ConnectorChannelID, descID)
+	case len(status) == 0:
+		return "", fmt.Errorf("bench: channel.open.ack of %q has no connection status", id)
+	}
+	// A copy of its own: the envelope's strings share one allocation, which
+	// the caller would keep alive (and count as the connector's heap).
+	return string(id), nil
+}
+
+// plainString returns the body of the JSON string val when it has no
+// escapes (connector_channel_id and the status are plain ASCII).
+func plainString(val []byte) ([]byte, bool) {
+	end, esc := jsonbytes.StringEnd(val, 0)
+	if end != len(val) || esc {
+		return nil, false
+	}
+	return val[1 : len(val)-1], true
 }
 
 // signIn runs the bench form flow on an open channel.
