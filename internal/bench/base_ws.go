@@ -35,13 +35,18 @@ func echoHandler() http.Handler {
 			return
 		}
 		defer c.CloseNow()
-		ctx := r.Context()
+		// Reads and writes take a context without a Done channel, as
+		// xconn's reader and corked writer do: coder/websocket arms a
+		// context.AfterFunc per call for any other context. One AfterFunc
+		// for the connection ends it with the request.
+		stop := context.AfterFunc(r.Context(), func() { _ = c.CloseNow() })
+		defer stop()
 		for {
-			typ, b, err := c.Read(ctx)
+			typ, b, err := c.Read(context.Background())
 			if err != nil {
 				return
 			}
-			if err := c.Write(ctx, typ, b); err != nil {
+			if err := c.Write(context.Background(), typ, b); err != nil {
 				return
 			}
 		}
@@ -84,8 +89,19 @@ func (e *echoClient) read() {
 func (e *echoClient) roundTrip(ctx context.Context) error {
 	w := make(chan struct{})
 	e.mu.Lock()
-	e.fifo <- w
-	err := e.c.Write(ctx, websocket.MessageText, e.frame)
+	select {
+	case e.fifo <- w:
+	case <-e.done:
+		// The reader has stopped: nobody would ever drain the queue.
+		e.mu.Unlock()
+		return errEchoClosed
+	}
+	// Not ctx: coder/websocket closes the whole connection when the
+	// context of a write ends, and the load generator cancels ctx with
+	// round trips in flight when a measurement ends. Background also spares
+	// the per-write context.AfterFunc that xconn's corked writer does not
+	// pay either.
+	err := e.c.Write(context.Background(), websocket.MessageText, e.frame)
 	e.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("bench: echo write: %w", err)
@@ -94,11 +110,14 @@ func (e *echoClient) roundTrip(ctx context.Context) error {
 	case <-w:
 		return nil
 	case <-e.done:
-		return errors.New("bench: echo connection closed")
+		return errEchoClosed
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
+
+// errEchoClosed reports a round trip on an echo connection that has ended.
+var errEchoClosed = errors.New("bench: echo connection closed")
 
 func (e *echoClient) close() {
 	_ = e.c.Close(websocket.StatusNormalClosure, "")
@@ -131,14 +150,48 @@ func runWSEcho(ctx context.Context, cfg Config, _ *env) ([]Result, error) {
 	r.Extra = []Metric{{Name: "frame_bytes", Value: float64(len(frame)), Unit: "B"}}
 	// The same open loop as invoke's "p99 at half of peak", on the raw
 	// socket: what the socket, the library and the scheduler give alone.
-	paced, failed := runPaced(ctx, r.Rate/2, cfg.Duration, cfg.InFlight*4, ec.roundTrip)
-	if failed > 0 {
-		return nil, fmt.Errorf("ws-echo: %d round trips failed at half of peak", failed)
+	paced, err := pacedEcho(ctx, cfg, r.Rate/2)
+	if err != nil {
+		return nil, fmt.Errorf("ws-echo: at half of peak: %w", err)
 	}
-	r.Extra = append(r.Extra,
-		Metric{Name: "p50_at_half_peak", Value: ms(paced.Total.Quantile(0.5)), Unit: "ms"},
-		Metric{Name: "p99_at_half_peak", Value: ms(paced.Total.Quantile(0.99)), Unit: "ms"},
-		Metric{Name: "p99_at_half_peak_generator_lag", Value: ms(paced.Lag.Quantile(0.99)), Unit: "ms"},
-		Metric{Name: "p99_at_half_peak_service", Value: ms(paced.Service.Quantile(0.99)), Unit: "ms"})
+	r.Extra = append(r.Extra, pacedMetrics("at_half_peak", "ms", paced)...)
 	return []Result{r}, nil
+}
+
+// pacedEcho runs the open loop of runPaced at rate on a fresh raw echo
+// socket, with invoke's frames and limit of calls outstanding.
+func pacedEcho(ctx context.Context, cfg Config, rate float64) (pacedResult, error) {
+	frame, err := invokeFrame(cfg.MessageSize)
+	if err != nil {
+		return pacedResult{}, err
+	}
+	srv, err := listen(echoHandler())
+	if err != nil {
+		return pacedResult{}, err
+	}
+	defer srv.close()
+	ec, err := dialEcho(ctx, srv.url, frame, cfg.InFlight*4)
+	if err != nil {
+		return pacedResult{}, err
+	}
+	defer ec.close()
+	paced, failed := runPaced(ctx, rate, cfg.Duration, cfg.InFlight*4, ec.roundTrip)
+	if failed > 0 {
+		return pacedResult{}, fmt.Errorf("%d round trips failed", failed)
+	}
+	return paced, nil
+}
+
+// pacedMetrics reports an open-loop run as p50 and p99 "_"+suffix, and the
+// p99 split into the generator's lag and the service time. p99Unit is the
+// unit of the p99 (it may carry the goal).
+func pacedMetrics(suffix, p99Unit string, p pacedResult) []Metric {
+	return []Metric{
+		{Name: "p50_" + suffix, Value: ms(p.Total.Quantile(0.5)), Unit: "ms"},
+		{Name: "p99_" + suffix, Value: ms(p.Total.Quantile(0.99)), Unit: p99Unit},
+		// Where the tail comes from: the load generator's own delay before
+		// a call is sent, and the call itself.
+		{Name: "p99_" + suffix + "_generator_lag", Value: ms(p.Lag.Quantile(0.99)), Unit: "ms"},
+		{Name: "p99_" + suffix + "_service", Value: ms(p.Service.Quantile(0.99)), Unit: "ms"},
+	}
 }
