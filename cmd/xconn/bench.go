@@ -20,6 +20,7 @@ func newBenchCmd() *cobra.Command {
 		asJSON    bool
 		quiet     bool
 		cpuProf   string
+		tracePath string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -42,6 +43,14 @@ With default flags the whole run takes under three minutes on two cores.`,
 					return &exitError{code: 1, err: err}
 				}
 				defer stop()
+			}
+			if tracePath != "" {
+				f, err := os.Create(tracePath)
+				if err != nil {
+					return &exitError{code: 1, err: fmt.Errorf("trace: %w", err)}
+				}
+				defer f.Close()
+				cfg.Trace = f
 			}
 			rep, err := bench.Run(cmd.Context(), cfg, scenarios...)
 			if err != nil {
@@ -82,6 +91,7 @@ With default flags the whole run takes under three minutes on two cores.`,
 	f.IntVar(&cfg.HostChannels, "host-channels", bench.DefaultHostChannels, "channels the channels scenario signs in through the host")
 	f.DurationVar(&cfg.ChannelsBudget, "channels-budget", bench.DefaultChannelsBudget, "time bound of each phase of the channels scenario")
 	f.StringVar(&cpuProf, "cpuprofile", "", "write a CPU profile of the run to this file (read it with go tool pprof -top)")
+	f.StringVar(&tracePath, "trace", "", "write a runtime execution trace of the invoke scenario's open-loop phase (its p99 at half of peak) to this file (read it with go tool trace -pprof=sched)")
 	f.StringVar(&cfg.Dir, "dir", "", "directory for SQLite and transfer files (default: a temporary directory)")
 	f.BoolVar(&quiet, "quiet", false, "do not print progress to stderr")
 	return cmd

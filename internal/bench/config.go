@@ -82,6 +82,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Progress receives one line per step (nil: discarded).
 	Progress io.Writer
+	// Trace, when set, receives a runtime execution trace (runtime/trace)
+	// of the invoke scenario's open-loop phase, the one its p99 at half of
+	// peak comes from; nothing else is traced. Read it with go tool trace,
+	// for example go tool trace -pprof=sched for where calls waited to run.
+	Trace io.Writer
 }
 
 // WithDefaults returns c with every zero field set to its default.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,6 +74,11 @@ func runInvoke(ctx context.Context, cfg Config, _ *env) ([]Result, error) {
 	// p99 at half of the peak throughput, open loop.
 	var pseq sync.Mutex
 	n := 0
+	if cfg.Trace != nil {
+		if err := trace.Start(cfg.Trace); err != nil {
+			return nil, fmt.Errorf("invoke: trace: %w", err)
+		}
+	}
 	paced, failed := runPaced(ctx, inv.Rate/2, cfg.Duration, cfg.InFlight*4, func(ctx context.Context) error {
 		pseq.Lock()
 		n++
@@ -80,16 +86,21 @@ func runInvoke(ctx context.Context, cfg Config, _ *env) ([]Result, error) {
 		pseq.Unlock()
 		return r.invoke(ctx, sessions[c], toolEcho, args[c], id)
 	})
+	if cfg.Trace != nil {
+		trace.Stop()
+	}
 	if failed > 0 {
 		return nil, fmt.Errorf("invoke: %d calls failed at half of peak", failed)
 	}
-	inv.Extra = append(inv.Extra,
-		Metric{Name: "p50_at_half_peak", Value: ms(paced.Total.Quantile(0.5)), Unit: "ms"},
-		Metric{Name: "p99_at_half_peak", Value: ms(paced.Total.Quantile(0.99)), Unit: "ms (goal <= 2)"},
-		// Where the tail comes from: the load generator's own delay before
-		// a call is sent, and the call itself.
-		Metric{Name: "p99_at_half_peak_generator_lag", Value: ms(paced.Lag.Quantile(0.99)), Unit: "ms"},
-		Metric{Name: "p99_at_half_peak_service", Value: ms(paced.Service.Quantile(0.99)), Unit: "ms"})
+	inv.Extra = append(inv.Extra, pacedMetrics("at_half_peak", "ms (goal <= 2)", paced)...)
+	// The raw echo's tail at this very rate, right after: how much of the
+	// tail above is the socket, the library and the scheduler of this
+	// machine, and how much is xconn.
+	echo, err := pacedEcho(ctx, cfg, inv.Rate/2)
+	if err != nil {
+		return nil, fmt.Errorf("invoke: raw echo at the same rate: %w", err)
+	}
+	inv.Extra = append(inv.Extra, pacedMetrics("at_half_peak_raw_echo", "ms", echo)...)
 
 	// The SDK alone: a wsconn client in place of the host.
 	wire, err := r.wire(ctx, nch)
