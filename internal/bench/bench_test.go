@@ -168,3 +168,39 @@ func ExampleRun() {
 	}
 	_ = rep.WriteTable(os.Stdout)
 }
+
+// TestInvokeTailLinesAndTrace checks that invoke reports its open-loop
+// tail next to the raw echo's at the same rate, and that Config.Trace
+// receives a runtime execution trace of that phase.
+func TestInvokeTailLinesAndTrace(t *testing.T) {
+	cfg := tinyConfig(t)
+	var tr bytes.Buffer
+	cfg.Trace = &tr
+	rep, err := Run(context.Background(), cfg, "invoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inv *Result
+	for i := range rep.Results {
+		if rep.Results[i].Name == "invoke" {
+			inv = &rep.Results[i]
+		}
+	}
+	if inv == nil {
+		t.Fatalf("no invoke row in %+v", rep.Results)
+	}
+	got := map[string]float64{}
+	for _, m := range inv.Extra {
+		got[m.Name] = m.Value
+	}
+	for _, name := range []string{"p50_at_half_peak", "p99_at_half_peak", "p99_at_half_peak_generator_lag", "p99_at_half_peak_service",
+		"p50_at_half_peak_raw_echo", "p99_at_half_peak_raw_echo", "p99_at_half_peak_raw_echo_generator_lag", "p99_at_half_peak_raw_echo_service"} {
+		if v, ok := got[name]; !ok || v <= 0 {
+			t.Errorf("invoke: %s = %v (present %v), want > 0", name, v, ok)
+		}
+	}
+	// A runtime/trace file starts with "go 1.NN trace".
+	if !bytes.HasPrefix(tr.Bytes(), []byte("go 1.")) || tr.Len() < 1024 {
+		t.Errorf("trace: %d bytes starting %q, want a runtime execution trace", tr.Len(), tr.Bytes()[:min(tr.Len(), 16)])
+	}
+}
