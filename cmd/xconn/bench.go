@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -43,6 +45,9 @@ With default flags the whole run takes under three minutes on two cores.`,
 					return &exitError{code: 1, err: err}
 				}
 				defer stop()
+			}
+			if tracePath != "" && len(scenarios) > 0 && !slices.Contains(scenarios, "invoke") {
+				return errors.New("--trace traces the invoke scenario, and --scenario does not select it")
 			}
 			if tracePath != "" {
 				f, err := os.Create(tracePath)
