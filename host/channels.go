@@ -313,6 +313,13 @@ func (rt *runtime) reopenAll(ctx context.Context, s *session) {
 		if !uc.Authenticated {
 			continue
 		}
+		if s.route(uc.ChannelID) != nil {
+			// Opened on this session since it went online (a sign-in that
+			// finished before this list, a call's ensureRoute): it is
+			// current, and a second channel.open would race the
+			// Descriptors pushed since with its ack's.
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
