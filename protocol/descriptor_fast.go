@@ -196,57 +196,27 @@ func decodeConnectionFast(data []byte, c *Connection) bool {
 }
 
 func decodeTargetFast(data []byte, t *DescriptorTarget) bool {
-	var seen [4]bool
-	return jsonbytes.EachMember(data, func(key, val []byte) bool {
-		var (
-			i   int
-			dst *string
-		)
-		switch string(key) {
-		case "provider":
-			i, dst = 0, &t.Provider
-		case "label":
-			i, dst = 1, &t.Label
-		case "display_name":
-			i, dst = 2, &t.DisplayName
-		case "account_hint":
-			i, dst = 3, &t.AccountHint
-		default:
-			return false
-		}
-		if seen[i] {
-			return false
-		}
-		seen[i] = true
-		if isNull(val) {
-			return true
-		}
-		s, ok := fastString(val)
-		*dst = s
-		return ok
-	})
+	return decodeStringMembers(data, [4]string{"provider", "label", "display_name", "account_hint"},
+		[4]*string{&t.Provider, &t.Label, &t.DisplayName, &t.AccountHint})
 }
 
 func decodeToolStateFast(data []byte, t *ToolState) bool {
+	return decodeStringMembers(data, [4]string{"tool_id", "status", "target_permission_state", "reason"},
+		[4]*string{&t.ToolID, &t.Status, &t.TargetPermissionState, &t.Reason})
+}
+
+// decodeStringMembers decodes an object whose members are all optional
+// strings: member names[i] goes to *dsts[i]. It reports false, for the
+// encoding/json fallback, on any other member, a repeated one or a value
+// that is not a plain string or null.
+func decodeStringMembers(data []byte, names [4]string, dsts [4]*string) bool {
 	var seen [4]bool
 	return jsonbytes.EachMember(data, func(key, val []byte) bool {
-		var (
-			i   int
-			dst *string
-		)
-		switch string(key) {
-		case "tool_id":
-			i, dst = 0, &t.ToolID
-		case "status":
-			i, dst = 1, &t.Status
-		case "target_permission_state":
-			i, dst = 2, &t.TargetPermissionState
-		case "reason":
-			i, dst = 3, &t.Reason
-		default:
-			return false
+		i := 0
+		for i < len(names) && string(key) != names[i] {
+			i++
 		}
-		if seen[i] {
+		if i == len(names) || seen[i] {
 			return false
 		}
 		seen[i] = true
@@ -254,7 +224,7 @@ func decodeToolStateFast(data []byte, t *ToolState) bool {
 			return true
 		}
 		s, ok := fastString(val)
-		*dst = s
+		*dsts[i] = s
 		return ok
 	})
 }

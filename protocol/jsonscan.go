@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"unicode/utf8"
+
+	"github.com/xconn/xconn/internal/jsonbytes"
 )
 
 // This file holds a small scanner for the top level of a JSON object. It
@@ -17,11 +19,11 @@ var errNotObject = errors.New("not a JSON object")
 // eachMember calls fn for every member of the JSON object in data with the
 // raw key (quotes included) and the raw value. data must be valid JSON.
 func eachMember(data []byte, fn func(key, val []byte) error) error {
-	i := skipSpace(data, 0)
+	i := jsonbytes.SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return errNotObject
 	}
-	i = skipSpace(data, i+1)
+	i = jsonbytes.SkipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
 		return nil
 	}
@@ -29,33 +31,21 @@ func eachMember(data []byte, fn func(key, val []byte) error) error {
 		ks := i
 		i = skipString(data, i)
 		key := data[ks:i]
-		i = skipSpace(data, i)
-		i = skipSpace(data, i+1) // ':'
+		i = jsonbytes.SkipSpace(data, i)
+		i = jsonbytes.SkipSpace(data, i+1) // ':'
 		vs := i
 		i = skipValue(data, i)
 		if err := fn(key, data[vs:i]); err != nil {
 			return err
 		}
-		i = skipSpace(data, i)
+		i = jsonbytes.SkipSpace(data, i)
 		if i < len(data) && data[i] == ',' {
-			i = skipSpace(data, i+1)
+			i = jsonbytes.SkipSpace(data, i+1)
 			continue
 		}
 		break
 	}
 	return nil
-}
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
 }
 
 // skipString returns the index after the string starting at data[i] == '"'.

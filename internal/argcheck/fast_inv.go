@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/xconn/xconn/internal/jsonbytes"
 )
 
 // This file holds the fast path of Validate for the schemas tools mostly
@@ -200,11 +202,11 @@ func (f *fastSchema) index(key []byte) int {
 // accepts reports whether b (valid or not) is certainly a valid instance;
 // false means "let the general validator decide".
 func (f *fastSchema) accepts(b []byte) bool {
-	i := skipSpace(b, 0)
+	i := jsonbytes.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	i = skipSpace(b, i+1)
+	i = jsonbytes.SkipSpace(b, i+1)
 	var seen uint64
 	if i < len(b) && b[i] == '}' {
 		i++
@@ -217,16 +219,16 @@ func (f *fastSchema) accepts(b []byte) bool {
 			if !ok {
 				return false
 			}
-			i = skipSpace(b, next)
+			i = jsonbytes.SkipSpace(b, next)
 			if i >= len(b) || b[i] != ':' {
 				return false
 			}
-			i = skipSpace(b, i+1)
+			i = jsonbytes.SkipSpace(b, i+1)
 			val, next, ok := scanScalar(b, i)
 			if !ok {
 				return false
 			}
-			i = skipSpace(b, next)
+			i = jsonbytes.SkipSpace(b, next)
 			if pi := f.index(key); pi >= 0 {
 				bit := uint64(1) << uint(pi)
 				if seen&bit != 0 || !f.props[pi].accepts(val) {
@@ -240,7 +242,7 @@ func (f *fastSchema) accepts(b []byte) bool {
 				return false
 			}
 			if b[i] == ',' {
-				i = skipSpace(b, i+1)
+				i = jsonbytes.SkipSpace(b, i+1)
 				continue
 			}
 			if b[i] != '}' {
@@ -250,7 +252,7 @@ func (f *fastSchema) accepts(b []byte) bool {
 			break
 		}
 	}
-	return skipSpace(b, i) == len(b) && seen&f.required == f.required
+	return jsonbytes.SkipSpace(b, i) == len(b) && seen&f.required == f.required
 }
 
 // accepts reports whether the scalar val satisfies the property.
@@ -291,18 +293,6 @@ func (p *fastProp) accepts(val []byte) bool {
 		return false
 	}
 	return true
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
 }
 
 // scanKey reads the member name at b[i] (a '"'): printable ASCII without
@@ -352,7 +342,7 @@ func scanScalar(b []byte, i int) ([]byte, int, bool) {
 	case c == 'n':
 		return literal(b, i, "null")
 	case c == '-' || c >= '0' && c <= '9':
-		end, ok := numberEnd(b, i)
+		end, ok := jsonbytes.NumberEnd(b, i)
 		if !ok {
 			return nil, 0, false
 		}
@@ -367,46 +357,4 @@ func literal(b []byte, i int, lit string) ([]byte, int, bool) {
 		return nil, 0, false
 	}
 	return b[i:end], end, true
-}
-
-// numberEnd returns the end of the JSON number at b[i], by the grammar of
-// RFC 8259: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
-func numberEnd(b []byte, i int) (int, bool) {
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		i = digits(b, i)
-	default:
-		return 0, false
-	}
-	if i < len(b) && b[i] == '.' {
-		j := digits(b, i+1)
-		if j == i+1 {
-			return 0, false
-		}
-		i = j
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		j := digits(b, i)
-		if j == i {
-			return 0, false
-		}
-		i = j
-	}
-	return i, true
-}
-
-func digits(b []byte, i int) int {
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
-	return i
 }

@@ -73,3 +73,21 @@ func FuzzEachMember(f *testing.F) {
 		}
 	})
 }
+
+func TestNumberEnd(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		end  int
+		okay bool
+	}{
+		{"0", 1, true}, {"-0", 2, true}, {"12,", 2, true}, {"1.5}", 3, true}, {"-1.25e+10 ", 9, true},
+		{"3E7", 3, true}, {"0.0e-0", 6, true}, {"01", 1, true}, // a number ends at 0: what follows is the caller's
+		{"", 0, false}, {"-", 0, false}, {"+1", 0, false}, {".5", 0, false}, {"1.", 0, false},
+		{"1.e3", 0, false}, {"1e", 0, false}, {"1e+", 0, false}, {"-a", 0, false}, {"x", 0, false},
+	} {
+		end, ok := NumberEnd([]byte(tc.in), 0)
+		if ok != tc.okay || ok && end != tc.end {
+			t.Errorf("NumberEnd(%q) = %d, %v; want %d, %v", tc.in, end, ok, tc.end, tc.okay)
+		}
+	}
+}

@@ -112,7 +112,7 @@ func valueEnd(data []byte, i int) (int, bool) {
 				return 0, false
 			}
 		default:
-			if i, ok = numEnd(data, i); !ok {
+			if i, ok = jsonbytes.NumberEnd(data, i); !ok {
 				return 0, false
 			}
 		}
@@ -210,46 +210,4 @@ func lit(data []byte, i int, s string) (int, bool) {
 		return 0, false
 	}
 	return end, true
-}
-
-// numEnd returns the end of the number at data[i]:
-// -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
-func numEnd(data []byte, i int) (int, bool) {
-	if i < len(data) && data[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(data) && data[i] == '0':
-		i++
-	case i < len(data) && data[i] >= '1' && data[i] <= '9':
-		i = digitsEnd(data, i)
-	default:
-		return 0, false
-	}
-	if i < len(data) && data[i] == '.' {
-		j := digitsEnd(data, i+1)
-		if j == i+1 {
-			return 0, false
-		}
-		i = j
-	}
-	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
-		i++
-		if i < len(data) && (data[i] == '+' || data[i] == '-') {
-			i++
-		}
-		j := digitsEnd(data, i)
-		if j == i {
-			return 0, false
-		}
-		i = j
-	}
-	return i, true
-}
-
-func digitsEnd(data []byte, i int) int {
-	for i < len(data) && data[i] >= '0' && data[i] <= '9' {
-		i++
-	}
-	return i
 }
