@@ -47,14 +47,18 @@ func (sess *session) ackOpen(env *protocol.Envelope, id string) {
 		sess.sendError(env, protocol.Errorf(protocol.CodeInternal, "cannot compute the descriptor"))
 		return
 	}
-	if hasExtensions(d) {
+	// The usual Descriptor: the whole frame in one pass (open_encode.go).
+	var frame []byte
+	ok := !hasExtensions(d)
+	if ok {
+		frame, ok = encodeOpenAckFrame(env, sess.packetID(), time.Now().UnixMilli(), id, d)
+	}
+	if !ok {
 		ack := env.Reply(protocol.TypeChannelOpenAck)
 		ack.ConnectorChannelID = id
 		sess.replyEnv(ack, protocol.ChannelOpenAckPayload{ConnectorChannelID: id, ConnectionDescriptor: d})
 		return
 	}
-	// The usual Descriptor: the whole frame in one pass (open_encode.go).
-	frame := encodeOpenAckFrame(env, sess.packetID(), time.Now().UnixMilli(), id, d)
 	if err := sess.conn.SendRaw(sess.ctx, frame); err != nil {
 		s.log.Debug("connector: send failed", "type", protocol.TypeChannelOpenAck, "err", err)
 		return

@@ -2,7 +2,6 @@ package connector
 
 import (
 	"encoding/json"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/xconn/xconn/protocol"
@@ -46,37 +45,21 @@ func appendOpenAck(b []byte, id string, d *protocol.Descriptor) []byte {
 // req for channel id with Descriptor d, which has no extension members:
 // the bytes protocol.Envelope.MarshalJSON gives for req.Reply with
 // packetID, t, id as its connector_channel_id and the encodeOpenAck
-// payload, in one buffer. MarshalJSON would check the payload with
+// payload, in one buffer (MarshalJSON would check the payload with
 // json.Valid once more; this payload is built here, member by member, so
-// the check can only pass. TestEncodeOpenAckFrameMatchesEnvelope holds the
-// two equal.
-func encodeOpenAckFrame(req *protocol.Envelope, packetID string, t int64, id string, d *protocol.Descriptor) []byte {
-	b := make([]byte, 0, 768+128*len(d.Tools)+len(req.RequestID)+len(req.PacketID))
-	b = append(b, `{"schema":`...)
-	b = appendString(b, protocol.PacketSchema)
-	b = append(b, `,"packet_id":`...)
-	b = appendString(b, packetID)
-	if req.RequestID != "" {
-		b = append(b, `,"request_id":`...)
-		b = appendString(b, req.RequestID)
-	}
-	if req.PacketID != "" {
-		b = append(b, `,"reply_to":`...)
-		b = appendString(b, req.PacketID)
-	}
-	if id != "" {
-		b = append(b, `,"connector_channel_id":`...)
-		b = appendString(b, id)
-	}
-	b = append(b, `,"type":`...)
-	b = appendString(b, protocol.TypeChannelOpenAck)
-	if t != 0 {
-		b = append(b, `,"time":`...)
-		b = strconv.AppendInt(b, t, 10)
+// the check can only pass). It reports false for an envelope
+// protocol.Envelope.AppendTrustedHead leaves to MarshalJSON (ids that need
+// escaping). TestEncodeOpenAckFrameMatchesEnvelope holds the two equal.
+func encodeOpenAckFrame(req *protocol.Envelope, packetID string, t int64, id string, d *protocol.Descriptor) ([]byte, bool) {
+	ack := req.Reply(protocol.TypeChannelOpenAck)
+	ack.PacketID, ack.Time, ack.ConnectorChannelID = packetID, t, id
+	b, ok := ack.AppendTrustedHead(make([]byte, 0, 768+128*len(d.Tools)+len(req.RequestID)+len(req.PacketID)))
+	if !ok {
+		return nil, false
 	}
 	b = append(b, `,"payload":`...)
 	b = appendOpenAck(b, id, d)
-	return append(b, '}')
+	return append(b, '}'), true
 }
 
 // appendDescriptor appends d, which has no extension members.
