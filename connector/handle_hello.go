@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,8 +44,8 @@ func (sess *session) handleHello(env *protocol.Envelope) {
 		sess.reject(env, protocol.Errorf(protocol.CodeConnectorCardIDMismatch,
 			"connector_card_id %q does not match this Connector", p.ConnectorCardID))
 		return
-	case protocol.AdmitVersionString(p.ProtocolVersion) != nil:
-		sess.reject(env, protocol.AsError(protocol.AdmitVersionString(p.ProtocolVersion)))
+	case admitHelloVersion(p.ProtocolVersion) != nil:
+		sess.reject(env, admitHelloVersion(p.ProtocolVersion))
 		return
 	case len(p.SupportedProfiles) == 0:
 		sess.reject(env, protocol.Errorf(protocol.CodeInvalidPacket, "supported_profiles is required"))
@@ -70,6 +71,29 @@ func (sess *session) handleHello(env *protocol.Envelope) {
 		ConnectorCardID: s.card.ConnectorCardID, ConnectorID: id, ProtocolVersion: s.card.ProtocolVersion,
 	})
 	s.log.Info("connector: hello", "connector_id", id, "profiles", neg.Profiles())
+}
+
+// admitHelloVersion checks xAgent's protocol_version in connector.hello.
+// Section 8.1: "A current Connector must reject a hello that omits a version
+// or is below the supported version"; section 12: hello "does not exchange
+// version lists or negotiate another version", each peer declares its own.
+// So a missing, malformed or lower version is refused and a newer one (3.1,
+// 4.0) is admitted: the ack answers with the Connector's own version, and
+// the [minimum, current] window is xAgent's catalog admission, not ours.
+func admitHelloVersion(s string) *protocol.Error {
+	if strings.TrimSpace(s) == "" {
+		return protocol.Errorf(protocol.CodeUnsupportedProtocolVersion,
+			"protocol_version is missing (parsed as 1.0, below %s)", protocol.MinimumVersion())
+	}
+	v, err := protocol.ParseVersion(s)
+	if err != nil {
+		return &protocol.Error{Code: protocol.CodeUnsupportedProtocolVersion, Message: err.Error()}
+	}
+	if v.Less(protocol.MinimumVersion()) {
+		return protocol.Errorf(protocol.CodeUnsupportedProtocolVersion,
+			"protocol version %s is below the supported minimum %s", v, protocol.MinimumVersion())
+	}
+	return nil
 }
 
 // admitInstance restores a known connector_id or issues a new one, takes a
