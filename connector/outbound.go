@@ -25,7 +25,7 @@ func (s *Server) publish(ctx context.Context, id string, m UserMessage) error {
 	if !s.card.DeclaresProfile(protocol.ProfileIMv2) {
 		return fmt.Errorf("connector: Publish needs a Card that declares %s", protocol.ProfileIMv2)
 	}
-	if _, err := s.channelState(id); err != nil {
+	if err := s.signedIn(id, "Publish"); err != nil {
 		return err
 	}
 	if m.Text == "" && len(m.Files) == 0 {
@@ -61,6 +61,30 @@ func (s *Server) publish(ctx context.Context, id string, m UserMessage) error {
 	return nil
 }
 
+// signedIn checks that channel id exists and is signed in before op
+// (Publish, PushMessage) stores anything: a message of a channel without a
+// target binding (created, authenticating, expired, revoked) has no user it
+// could come from, and xAgent keeps no channel before its sign-in (section
+// 6.3). It returns connection_not_found or connection_not_authenticated,
+// each naming the channel.
+func (s *Server) signedIn(id, op string) error {
+	s.mu.Lock()
+	cs, ok := s.channels[id]
+	var status protocol.ConnectionStatus
+	if ok {
+		status = cs.rec.Status
+	}
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		return notFound(id)
+	case !isAuthenticated(status):
+		return protocol.Errorf(protocol.CodeConnectionNotAuthenticated,
+			"connector: %s: channel %s is not signed in (status %s); nothing was stored", op, id, status)
+	}
+	return nil
+}
+
 // cacheFile stores an inbound file on the transfer plane and describes it
 // with a signed, short-lived download_url. The file outlives the message's
 // delivery window (max of FileTTL and OutboxTTL).
@@ -92,7 +116,7 @@ func (s *Server) pushMessage(ctx context.Context, id string, m protocol.MessageP
 	if !s.card.DeclaresProfile(protocol.ProfileIMv1) {
 		return fmt.Errorf("connector: PushMessage needs a Card that declares %s", protocol.ProfileIMv1)
 	}
-	if _, err := s.channelState(id); err != nil {
+	if err := s.signedIn(id, "PushMessage"); err != nil {
 		return err
 	}
 	if m.Provider == "" {
