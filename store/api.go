@@ -134,8 +134,31 @@ type ConnectorStore interface {
 	// when connectorID is "".
 	ListChannels(ctx context.Context, cardID, connectorID string) ([]Channel, error)
 	// DeleteChannel removes a channel with its auth sessions, tool-call
-	// records and file records.
+	// records, file records and key/value state.
 	DeleteChannel(ctx context.Context, cardID, channelID string) error
+
+	// PutChannelState sets key to value in the durable key/value state of
+	// an existing channel (ErrNotFound otherwise): what a connector must
+	// remember across restarts, such as reply context tokens, poll offsets
+	// or the last chat. Values are secrets, encrypted at rest; nil is
+	// stored as empty. A key must be non-empty UTF-8 without NUL bytes
+	// (else ErrChannelStateKey). A Put that would exceed
+	// MaxChannelStateKeys, MaxChannelStateKeyBytes,
+	// MaxChannelStateValueBytes or MaxChannelStateBytes fails with a
+	// *ChannelStateLimitError (errors.Is ErrChannelStateFull and ErrLimit)
+	// and changes nothing; overwriting a key is measured with its new
+	// size. The bounds hold under concurrent Puts.
+	PutChannelState(ctx context.Context, cardID, channelID, key string, value []byte) error
+	// GetChannelState returns the value of key (never nil), or ErrNotFound
+	// when it is not set.
+	GetChannelState(ctx context.Context, cardID, channelID, key string) ([]byte, error)
+	// DeleteChannelState removes key (no error when absent).
+	DeleteChannelState(ctx context.Context, cardID, channelID, key string) error
+	// ListChannelState returns the channel's whole state, key to value: an
+	// empty map when none is set, at most MaxChannelStateKeys entries.
+	ListChannelState(ctx context.Context, cardID, channelID string) (map[string][]byte, error)
+	// ClearChannelState removes every key of the channel's state.
+	ClearChannelState(ctx context.Context, cardID, channelID string) error
 
 	PutAuthSession(ctx context.Context, s AuthSession) error
 	GetAuthSession(ctx context.Context, cardID, id string) (AuthSession, error)

@@ -88,11 +88,13 @@ func (db *DB) ListChannels(ctx context.Context, cardID, connectorID string) ([]C
 	return collect(rows, db.scanChannel, "list channels")
 }
 
-// DeleteChannel removes a channel with its auth sessions, tool-call records
-// and file records, in one transaction.
+// DeleteChannel removes a channel with its auth sessions, tool-call records,
+// file records and key/value state, in one transaction. The state goes after
+// the channel's row: on PostgreSQL that delete waits for a PutChannelState
+// holding the row's lock, so the state it wrote is seen and removed.
 func (db *DB) DeleteChannel(ctx context.Context, cardID, channelID string) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
-		for _, table := range []string{"auth_sessions", "tool_calls", "files", "channels"} {
+		for _, table := range []string{"auth_sessions", "tool_calls", "files", "channels", "channel_state"} {
 			if _, err := tx.ExecContext(ctx, db.q(`DELETE FROM `+table+` WHERE card_id = ? AND channel_id = ?`), cardID, channelID); err != nil {
 				return fmt.Errorf("store: delete channel (%s): %w", table, err)
 			}
