@@ -1,7 +1,6 @@
 package connector_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -132,11 +131,13 @@ func TestChannelOwnershipErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCode(t, env, protocol.TypeError, protocol.CodeConnectorChannelNotOwned)
-	// A channel of another connector_id reopened by other gets a new id.
-	moved, err := other.Open(context.Background(), id)
-	if err != nil || moved.ConnectorChannelID == id {
-		t.Fatalf("foreign channel reused: %v %+v", err, moved)
+	// A channel of another, still connected connector_id is not re-adopted
+	// by other's channel.open (channel_adopt_test.go has the re-adoption).
+	env, err = other.Request(ctx, protocol.TypeChannelOpen, id, protocol.EmptyPayload{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	wantCode(t, env, protocol.TypeError, protocol.CodeConnectorChannelConnectorMismatch)
 	checkWire(t, a)
 	checkWire(t, b)
 	checkWire(t, other)
