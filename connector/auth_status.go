@@ -128,7 +128,13 @@ func (s *Server) applyQRState(ctx context.Context, id string, st QRState) (push 
 			return false, protocol.Errorf(protocol.CodeInternal, "authenticated state without a binding")
 		}
 		if err := s.bind(ctx, a0.channelID, a0.flowID, *st.Binding); err != nil {
-			s.auth.with(id, func(a *authSession) { a.status, a.message = protocol.AuthFailed, "cannot store the binding" })
+			msg := "sign-in failed: cannot store the binding"
+			if perr := protocol.AsError(err); perr != nil && perr.Message != "" {
+				msg = s.secrets.Scrub(perr.Message)
+			}
+			s.auth.with(id, func(a *authSession) { a.status, a.message = protocol.AuthFailed, msg })
+			s.metrics.signinFailures.Inc()
+			s.persistAuth(ctx, &a0)
 			return s.endAuthenticating(ctx, a0.channelID, a0.prevStatus), err
 		}
 		s.auth.with(id, func(a *authSession) { a.status, a.message = protocol.AuthAuthenticated, orDefault(msg, "signed in") })

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/xconn/xconn/internal/argcheck"
@@ -29,17 +30,28 @@ func cloneCard(c *protocol.Card) *protocol.Card {
 // tools merged and given the connector_channel_id argument, security from
 // the API key; then it checks it exhaustively. The caller holds s.mu.
 func (s *Server) buildCard() (*protocol.Card, map[string]*argcheck.Validator, error) {
-	c := cloneCard(s.opts.Card)
+	var c *protocol.Card
+	if s.opts.Card != nil {
+		c = cloneCard(s.opts.Card)
+	} else {
+		c = s.opts.Identity.card()
+		c.Supports.Profiles = s.deriveProfiles(c)
+	}
 	if c.Schema == "" {
 		c.Schema = protocol.CardSchema
 	}
 	if c.ProtocolVersion == "" {
 		c.ProtocolVersion = protocol.ProtocolVersion
 	}
+	if c.Build.BuildTime == "" && c.Build.Version == "" && c.Build.GitRev == "" {
+		c.Build = buildBlock()
+	}
 	if c.Security == nil {
 		c.Security = &protocol.Security{}
 	}
 	c.Security.APIKeyRequired = s.opts.APIKey != ""
+	s.mergeDeclaredFlows(c)
+	primary := protocol.PrimarySkillName(c.ConnectorCardID)
 
 	var vs protocol.Violations
 	add := func(path, format string, args ...any) {
@@ -63,6 +75,8 @@ func (s *Server) buildCard() (*protocol.Card, map[string]*argcheck.Validator, er
 		}
 		if len(e.opts.RelatedSkillIDs) > 0 {
 			t.RelatedSkillIDs = append([]string(nil), e.opts.RelatedSkillIDs...)
+		} else if len(t.RelatedSkillIDs) == 0 && len(s.opts.Skill) > 0 {
+			t.RelatedSkillIDs = []string{primary}
 		}
 		if len(e.opts.OutputSchema) > 0 {
 			t.OutputSchema = e.opts.OutputSchema
@@ -120,10 +134,10 @@ func (s *Server) buildCard() (*protocol.Card, map[string]*argcheck.Validator, er
 	}
 	if s.opts.APIKey != "" {
 		cj, _ := json.Marshal(c)
-		if bytes.Contains(cj, []byte(s.opts.APIKey)) {
+		if containsToken(cj, []byte(s.opts.APIKey)) {
 			add("", "the Card contains the system API key")
 		}
-		if bytes.Contains(s.opts.Skill, []byte(s.opts.APIKey)) {
+		if containsToken(s.opts.Skill, []byte(s.opts.APIKey)) {
 			add("skill", "the Skill contains the system API key")
 		}
 	}
@@ -131,4 +145,86 @@ func (s *Server) buildCard() (*protocol.Card, map[string]*argcheck.Validator, er
 		return nil, nil, fmt.Errorf("connector: invalid Card: %w", vs)
 	}
 	return c, validators, nil
+}
+
+// containsToken reports whether key occurs in text as a whole token: not
+// preceded or followed by a letter, digit, '_' or '-' (so a key is never
+// "found" inside a longer word, and text never inside a key).
+func containsToken(text, key []byte) bool {
+	for off := 0; len(key) > 0; {
+		i := bytes.Index(text[off:], key)
+		if i < 0 {
+			return false
+		}
+		i += off
+		end := i + len(key)
+		if (i == 0 || !isTokenByte(text[i-1])) && (end == len(text) || !isTokenByte(text[end])) {
+			return true
+		}
+		off = i + 1
+	}
+	return false
+}
+
+func isTokenByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
+
+// deriveProfiles returns supports.profiles of an Identity Card: the
+// declared ones, else the current profile of each target type (IM v2 for
+// im, Device v1 for device). The caller holds s.mu.
+func (s *Server) deriveProfiles(c *protocol.Card) []protocol.Profile {
+	if len(c.Supports.Profiles) > 0 {
+		return c.Supports.Profiles
+	}
+	var ps []protocol.Profile
+	for _, t := range c.Supports.TargetTypes {
+		switch {
+		case t == protocol.TargetIM:
+			ps = append(ps, protocol.ProfileIMv2)
+		case t == protocol.TargetDevice:
+			ps = append(ps, protocol.ProfileDeviceV1)
+		}
+	}
+	return ps
+}
+
+// mergeDeclaredFlows puts the flows declared by AddForm/AddQR into the
+// Card: an entry of the same id is replaced, target_type and title get
+// their defaults, and the Default flow becomes ui.login_flow. The caller
+// holds s.mu.
+func (s *Server) mergeDeclaredFlows(c *protocol.Card) {
+	label := c.Connector.Name
+	if len(c.Supports.Targets) > 0 && c.Supports.Targets[0].Label != "" {
+		label = c.Supports.Targets[0].Label
+	}
+	for _, d := range s.typed.flowDecls {
+		if d.TargetType == "" && len(c.Supports.TargetTypes) > 0 {
+			d.TargetType = c.Supports.TargetTypes[0]
+		}
+		if d.Title == "" {
+			d.Title = "Sign in to " + label
+		}
+		if i := slices.IndexFunc(c.AuthFlows, func(f protocol.AuthFlow) bool { return f.ID == d.ID }); i >= 0 {
+			c.AuthFlows[i] = d
+		} else {
+			c.AuthFlows = append(c.AuthFlows, d)
+		}
+	}
+	if s.typed.defaultFlow != "" {
+		if c.UI == nil {
+			c.UI = &protocol.UI{}
+		}
+		c.UI.LoginFlow = &protocol.LoginFlow{FlowID: s.typed.defaultFlow}
+	}
+	// Hand-written Cards get the defaults the spec requires too.
+	for i := range c.AuthFlows {
+		f := &c.AuthFlows[i]
+		if f.TargetType == "" && len(c.Supports.TargetTypes) == 1 {
+			f.TargetType = c.Supports.TargetTypes[0]
+		}
+		if f.Title == "" {
+			f.Title = "Sign in to " + label
+		}
+	}
 }

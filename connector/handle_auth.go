@@ -45,7 +45,8 @@ func (sess *session) handleAuthStart(env *protocol.Envelope) {
 }
 
 // checkFormInput checks input against the Card's fields: unknown fields,
-// non-string values and missing required fields. Values of secret fields
+// non-string values (form fields are text and password inputs; typed forms
+// parse numbers from the text) and missing required fields. Values of secret fields
 // are added to the redaction set before anything else happens. Reasons
 // never quote values.
 func (s *Server) checkFormInput(flow *protocol.AuthFlow, input map[string]json.RawMessage) (map[string]string, protocol.Violations) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/xconn/xconn/delivery"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/store"
 )
 
 func randomKey() []byte {
@@ -35,6 +36,10 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := errors.Join(s.regErrs...); err != nil {
 		s.mu.Unlock()
 		return fmt.Errorf("connector: registration: %w", err)
+	}
+	if err := s.openDefaultStore(ctx); err != nil {
+		s.mu.Unlock()
+		return err
 	}
 	card, validators, err := s.buildCard()
 	if err != nil {
@@ -65,6 +70,7 @@ func (s *Server) Start(ctx context.Context) error {
 	bound, err := s.restore(ctx)
 	if err != nil {
 		s.cancel()
+		s.closeOwnStore()
 		return err
 	}
 	s.mu.Lock()
@@ -78,9 +84,7 @@ func (s *Server) Start(ctx context.Context) error {
 			}
 		})
 	}
-	for _, b := range bound {
-		s.runBind(ctx, &Channel{srv: s, id: b.id}, b.binding)
-	}
+	s.restoreAttachments(ctx, bound)
 	s.log.Info("connector: started", "card", card.ConnectorCardID, "tools", len(card.Tools))
 	return nil
 }
@@ -133,6 +137,10 @@ func (s *Server) prepareDelivery() error {
 type boundChannel struct {
 	id      string
 	binding Binding
+	rec     []byte // the encoded binding, to notice a replacement
+	// prev is the stored status of a channel reported offline until its
+	// client exists.
+	prev protocol.ConnectionStatus
 }
 
 // restore loads instances and channels; every instance (and every channel
@@ -171,12 +179,17 @@ func (s *Server) restore(ctx context.Context) ([]boundChannel, error) {
 		s.secrets.Add(b.Secrets...)
 		// Entries of a previous run may wait for a later attempt: then
 		// the first open resumes delivery.
+		bc := boundChannel{id: rec.ChannelID, binding: b, rec: rec.Binding, prev: rec.Status}
+		if s.typed.newClient != nil && isAuthenticated(rec.Status) && rec.Status != protocol.StatusOffline {
+			// Not connected before the client has checked the target.
+			rec.Status = protocol.StatusOffline
+		}
 		s.channels[rec.ChannelID] = &chanState{rec: rec, binding: b, deferred: deferred}
 		if _, ok := s.leases[rec.ConnectorID]; !ok {
 			s.leases[rec.ConnectorID] = &lease{until: now.Add(s.opts.LeaseGrace)}
 		}
 		if isAuthenticated(rec.Status) {
-			bound = append(bound, boundChannel{id: rec.ChannelID, binding: b})
+			bound = append(bound, bc)
 		}
 	}
 	return bound, nil
@@ -202,6 +215,17 @@ func (s *Server) Close(ctx context.Context) error {
 
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CloseTimeout)
 	defer cancel()
+	// The connector's own streams first, then its consumers (nothing new
+	// is published), then the sockets.
+	var errs []error
+	for _, f := range s.typed.onClose {
+		if err := safeCall(func() error { return f(ctx) }); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, reg := range s.typed.consumers {
+		reg.shared.Close()
+	}
 	for _, sess := range socks {
 		_ = sess.conn.Close(websocket.StatusGoingAway, "server shutting down")
 	}
@@ -216,12 +240,26 @@ func (s *Server) Close(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		s.removeOwnDir()
-		s.log.Info("connector: closed")
-		return nil
 	case <-ctx.Done():
 		<-done // goroutines end promptly once cancelled; never leave them behind
-		return fmt.Errorf("connector: close: %w", ctx.Err())
+		errs = append(errs, fmt.Errorf("connector: close: %w", ctx.Err()))
+	}
+	s.closeClients(ctx)
+	s.removeOwnDir()
+	s.closeOwnStore()
+	s.log.Info("connector: closed")
+	return errors.Join(errs...)
+}
+
+// closeClients closes every channel client (the consumers are already
+// stopped).
+func (s *Server) closeClients(ctx context.Context) {
+	s.mu.Lock()
+	atts := s.attached
+	s.attached = map[string]*attachment{}
+	s.mu.Unlock()
+	for id, a := range atts {
+		s.closeClient(ctx, id, a.client)
 	}
 }
 
@@ -232,4 +270,73 @@ func (s *Server) removeOwnDir() {
 			s.log.Warn("connector: remove file cache", "err", err)
 		}
 	}
+}
+
+// DefaultStoreFile is the SQLite file that Start opens in Options.DataDir
+// when Options.Store is nil; DefaultSigningKeyFile holds the signing key
+// made there when Options.SigningKey is nil (mode 0600, so download URLs
+// and QR tokens survive a restart).
+const (
+	DefaultStoreFile      = "connector.db"
+	DefaultSigningKeyFile = "signing.key"
+)
+
+// openDefaultStore opens the SQLite store in DataDir when Options.Store is
+// nil. The caller holds s.mu.
+func (s *Server) openDefaultStore(ctx context.Context) error {
+	if s.opts.Store != nil {
+		return nil
+	}
+	if err := os.MkdirAll(s.opts.DataDir, 0o700); err != nil {
+		return fmt.Errorf("connector: data directory: %w", err)
+	}
+	db, err := store.Open(ctx, "sqlite:"+filepath.Join(s.opts.DataDir, DefaultStoreFile), store.Options{DataDir: s.opts.DataDir})
+	if err != nil {
+		return fmt.Errorf("connector: open the default store in %s: %w", s.opts.DataDir, err)
+	}
+	s.opts.Store, s.ownStore = db, db
+	return nil
+}
+
+func (s *Server) closeOwnStore() {
+	if s.ownStore != nil {
+		if err := s.ownStore.Close(); err != nil {
+			s.log.Warn("connector: close store", "err", err)
+		}
+		s.ownStore = nil
+	}
+}
+
+// loadOrCreateKey reads a 32-byte key file, creating it (mode 0600) with
+// random bytes when it does not exist.
+func loadOrCreateKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if len(b) != 32 {
+			return nil, fmt.Errorf("key file %s: want 32 bytes, found %d", path, len(b))
+		}
+		return b, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("key file: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("key file: %w", err)
+	}
+	b = randomKey()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return loadOrCreateKey(path) // another process made it first
+	}
+	if err != nil {
+		return nil, fmt.Errorf("key file: %w", err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("key file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("key file: %w", err)
+	}
+	return b, nil
 }

@@ -2,6 +2,7 @@ package connector
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -35,24 +36,36 @@ const (
 	DefaultCloseTimeout      = 10 * time.Second
 )
 
-// Options configures a [Server]. Card and Store are required; every zero
-// field takes its documented default. New copies what it needs: changing
-// Options afterwards has no effect.
+// Options configures a [Server]. Identity (or a hand-written Card) is
+// required, and Store or DataDir; every zero field takes its documented
+// default. New copies what it needs: changing Options afterwards has no
+// effect.
 type Options struct {
-	// Card is the connector's static Card, without the connector_channel_id
-	// injection (tools registered with AddTool get it at Start). Required.
+	// Identity declares the connector; the SDK derives the Card from it and
+	// from the registrations (see [Identity]). Set Identity or Card.
+	Identity Identity
+	// Card is a hand-written static Card, for advanced use, without the
+	// connector_channel_id injection (tools registered with AddTool get it
+	// at Start). Registered flows and tools are merged into it; empty
+	// schema, protocol_version and build are filled in.
 	// security.api_key_required is set from APIKey.
 	Card *protocol.Card
 	// Skill is the primary Skill (Markdown); nil serves 204 on /skill.md.
+	// Without front matter the SDK adds one naming the primary Skill of
+	// the card id (see [Identity]).
 	Skill []byte
-	// Store holds instances, channels, sign-in sessions, tool-call records
-	// and files. Required.
+	// Store holds instances, channels, sign-in sessions, tool-call records,
+	// channel state and files. nil opens the default SQLite store
+	// "connector.db" in DataDir at Start (closed by Close); then DataDir is
+	// required.
 	Store store.ConnectorStore
 	// Delivery stores the outbox and inbox of IM chat; nil uses Store when
 	// it implements delivery.Storage, else a bounded in-memory storage.
 	Delivery delivery.Storage
 	// APIKey is the system API key checked (in constant time) on /health,
-	// /ws, /files/uploads and /metrics; "" disables the check.
+	// /ws, /files/uploads and /metrics; "" disables the check (only for a
+	// server bound to loopback). A key must have at least MinAPIKeyLength
+	// bytes and MinAPIKeyDistinct distinct bytes, and no white space.
 	APIKey string
 	// PathPrefix mounts every endpoint under a prefix such as "/webchat".
 	// "" serves at the root (and works behind http.StripPrefix).
@@ -61,8 +74,10 @@ type Options struct {
 	// inbound download_urls absolute; otherwise they are relative
 	// ("<PathPrefix>/files/refs/<file_ref>?sig=...").
 	PublicURL string
-	// DataDir holds the transfer-plane file cache. Required when files are
-	// used; "" uses a directory under os.TempDir created at Start.
+	// DataDir holds the transfer-plane file cache ("files/") and, when
+	// Store is nil, the SQLite store and its key. "" uses a directory under
+	// os.TempDir created at Start for the file cache (and then Store is
+	// required).
 	DataDir string
 	// SigningKey (>= 32 bytes) signs download URLs and QR tokens; nil makes
 	// a random key per process (URLs then die with the process).
@@ -119,12 +134,29 @@ type Options struct {
 	CloseTimeout time.Duration
 }
 
+// Limits of Options.APIKey.
+const (
+	MinAPIKeyLength   = 16
+	MinAPIKeyDistinct = 8
+)
+
 func (o Options) withDefaults() (Options, error) {
-	if o.Card == nil {
-		return o, errors.New("connector: Options.Card is required")
+	hasIdentity := o.Identity.CardID != "" || o.Identity.Name != "" || o.Identity.Provider != "" || o.Identity.TargetType != ""
+	switch {
+	case o.Card == nil && !hasIdentity:
+		return o, errors.New("connector: Options.Identity (or a hand-written Options.Card) is required")
+	case o.Card != nil && hasIdentity:
+		return o, errors.New("connector: set Options.Identity or Options.Card, not both")
+	case o.Card == nil:
+		if err := o.Identity.check(); err != nil {
+			return o, err
+		}
 	}
-	if o.Store == nil {
-		return o, errors.New("connector: Options.Store is required")
+	if o.Store == nil && o.DataDir == "" {
+		return o, errors.New("connector: Options.Store or Options.DataDir is required (DataDir opens the default SQLite store)")
+	}
+	if err := checkAPIKey(o.APIKey); err != nil {
+		return o, err
 	}
 	setDur := func(d *time.Duration, def time.Duration) {
 		if *d <= 0 {
@@ -163,4 +195,24 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
+}
+
+// checkAPIKey refuses a weak system API key with a message that never
+// quotes it.
+func checkAPIKey(k string) error {
+	if k == "" {
+		return nil
+	}
+	distinct := map[byte]bool{}
+	for i := 0; i < len(k); i++ {
+		if k[i] <= ' ' || k[i] == 0x7f {
+			return errors.New("connector: Options.APIKey must not contain white space or control characters")
+		}
+		distinct[k[i]] = true
+	}
+	if len(k) < MinAPIKeyLength || len(distinct) < MinAPIKeyDistinct {
+		return fmt.Errorf("connector: Options.APIKey is too weak: use at least %d characters with at least %d different ones (for example `openssl rand -hex 24`)",
+			MinAPIKeyLength, MinAPIKeyDistinct)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -80,6 +81,9 @@ type Server struct {
 	leases     map[string]*lease
 	channels   map[string]*chanState
 	auth       *authTable
+	typed      typedReg
+	attached   map[string]*attachment
+	ownStore   interface{ Close() error } // the default store opened by Start
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -107,11 +111,21 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	cardID, desc := o.Identity.CardID, o.Identity.Description
+	if o.Card != nil {
+		cardID, desc = o.Card.ConnectorCardID, o.Card.Connector.Description
+	}
+	o.Skill = skillWithHeader(o.Skill, cardID, desc)
 	secrets := redact.NewSecrets(0)
 	if o.APIKey != "" {
 		secrets.Add(o.APIKey)
 	}
 	key := o.SigningKey
+	if len(key) == 0 && o.Store == nil {
+		if key, err = loadOrCreateKey(filepath.Join(o.DataDir, DefaultSigningKeyFile)); err != nil {
+			return nil, fmt.Errorf("connector: signing key: %w", err)
+		}
+	}
 	if len(key) == 0 {
 		key = randomKey()
 	}
@@ -129,6 +143,7 @@ func New(opts Options) (*Server, error) {
 		sockets:  map[*session]struct{}{},
 		leases:   map[string]*lease{},
 		channels: map[string]*chanState{},
+		attached: map[string]*attachment{},
 		wake:     make(chan struct{}, 1),
 	}
 	s.auth = newAuthTable(o.MaxAuthSessions)
@@ -156,8 +171,8 @@ func (s *Server) registerTool(id string, fn RawToolFunc, schema []byte, opts Too
 		if fail != nil {
 			return fail
 		}
-		if id == "" {
-			return errors.New("connector: tool id is empty")
+		if err := protocol.CheckToolID(id); err != nil {
+			return fmt.Errorf("connector: tool %q: %w", id, err)
 		}
 		if _, dup := s.tools[id]; dup {
 			return fmt.Errorf("connector: tool %q registered twice", id)
@@ -175,8 +190,10 @@ func (s *Server) registerHook(set func()) {
 	}
 }
 
-// AddAuthFlow registers the sign-in flow of the Card's auth_flows[] entry
-// id. Its type must match the Card's. Call it before Start.
+// AddAuthFlow registers the raw handler of a sign-in flow that a
+// hand-written Options.Card declares in auth_flows[] (its type must match
+// the Card's). [AddForm] and [AddQR] declare and register a flow in one
+// call and are what most connectors need. Call it before Start.
 func (s *Server) AddAuthFlow(id string, f AuthFlow) error {
 	return s.register(func() error {
 		if f == nil {

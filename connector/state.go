@@ -203,13 +203,21 @@ func (s *Server) updateBinding(ctx context.Context, id string, b Binding) error 
 	return nil
 }
 
-// bind stores a new binding after a sign-in and runs the hooks.
+// bind stores a new binding after a sign-in and runs the hooks. The
+// channel's client is made first (it checks the target): its error fails
+// the sign-in and changes nothing. The error is secret-free.
 func (s *Server) bind(ctx context.Context, id, flowID string, b Binding) error {
 	enc, err := encodeBinding(b)
 	if err != nil {
 		return fmt.Errorf("connector: encode binding: %w", err)
 	}
 	s.secrets.Add(b.Secrets...)
+	ch := &Channel{srv: s, id: id}
+	att, err := s.attach(ctx, ch, b)
+	if err != nil {
+		s.log.Info("connector: sign-in refused by the channel client", "channel", id, "err", s.secrets.Scrub(err.Error()))
+		return signInError(err)
+	}
 	var old Binding
 	hadOld := false
 	_, err = s.update(ctx, id, func(cs *chanState) error {
@@ -223,12 +231,14 @@ func (s *Server) bind(ctx context.Context, id, flowID string, b Binding) error {
 		return nil
 	})
 	if err != nil {
+		s.detachAtt(ctx, id, att)
 		return err
 	}
-	ch := &Channel{srv: s, id: id}
+	prev := s.swapAttachment(id, att)
 	if hadOld {
-		s.runUnbind(ctx, ch, old, UnbindReplaced)
+		s.runUnbindHook(ctx, ch, old, UnbindReplaced)
 	}
+	s.detachAtt(ctx, id, prev)
 	s.runBind(ctx, ch, b)
 	s.metrics.signins.Inc()
 	return nil
@@ -253,6 +263,9 @@ func (s *Server) logout(ctx context.Context, id string, reason UnbindReason) (ch
 	if had {
 		s.runUnbind(ctx, &Channel{srv: s, id: id}, old, reason)
 	}
+	if err := s.opts.Store.ClearChannelState(ctx, s.card.ConnectorCardID, id); err != nil {
+		s.log.Warn("connector: clear channel state", "channel", id, "err", err)
+	}
 	s.auth.dropChannel(id)
 	return snap, nil
 }
@@ -269,7 +282,14 @@ func (s *Server) runBind(ctx context.Context, ch *Channel, b Binding) {
 	}
 }
 
+// runUnbind runs the unbind hook, then releases the channel's client and
+// consumer references (logout, lease expiry).
 func (s *Server) runUnbind(ctx context.Context, ch *Channel, b Binding, reason UnbindReason) {
+	s.runUnbindHook(ctx, ch, b, reason)
+	s.detachAtt(ctx, ch.id, s.swapAttachment(ch.id, nil))
+}
+
+func (s *Server) runUnbindHook(ctx context.Context, ch *Channel, b Binding, reason UnbindReason) {
 	s.mu.Lock()
 	h := s.onUnbind
 	s.mu.Unlock()

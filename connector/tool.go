@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/xconn/xconn/internal/schemagen"
@@ -77,10 +78,11 @@ type toolEntry struct {
 	typed bool
 }
 
-// AddTool registers a typed tool: its input schema comes from In (see
-// internal/schemagen tags json, desc, enum) unless opts.InputSchema is set.
-// Call it before Start; a bad registration is returned and also makes
-// Start fail.
+// AddTool registers a typed tool: its input schema comes from In (see the
+// package documentation, "Struct tags") unless opts.InputSchema is set;
+// fields of type [Upload] are upload references resolved before fn runs.
+// Call it before Start; a bad registration (an invalid tool id, an input
+// type without a schema) is returned at once and also makes Start fail.
 func AddTool[In, Out any](s *Server, id string, fn ToolFunc[In, Out], opts ToolOptions) error {
 	if fn == nil {
 		return s.registerTool(id, nil, nil, opts, fmt.Errorf("connector: tool %q: nil handler", id))
@@ -93,10 +95,16 @@ func AddTool[In, Out any](s *Server, id string, fn ToolFunc[In, Out], opts ToolO
 		}
 		schema = sc
 	}
+	uploads := uploadFields(reflect.TypeFor[In]())
 	raw := func(ctx context.Context, call *Call, args json.RawMessage) (json.RawMessage, error) {
 		var in In
 		if err := json.Unmarshal(args, &in); err != nil {
 			return nil, protocol.Errorf(protocol.CodeInvalidArguments, "arguments do not decode into the tool input: %v", err)
+		}
+		if len(uploads) > 0 {
+			if err := resolveUploads(ctx, call.Channel, &in, uploads); err != nil {
+				return nil, err
+			}
 		}
 		out, err := fn(ctx, call, in)
 		if err != nil {

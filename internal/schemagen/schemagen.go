@@ -8,6 +8,7 @@
 //     its type is a pointer;
 //   - `desc:"..."` sets description, `enum:"a,b"` sets enum (values are typed
 //     after the field: integers, numbers and booleans are parsed);
+//   - a type implementing StringFormatter is a string with that format;
 //   - string, integer, number, boolean, array (slices and arrays; []byte is a
 //     base64 string), object (nested structs), maps with string keys
 //     (additionalProperties), time.Time (string, format date-time) and
@@ -112,10 +113,22 @@ func (ps properties) MarshalJSON() ([]byte, error) {
 	return []byte(b.String()), nil
 }
 
+// StringFormatter is implemented by types that encode as a JSON string
+// of a given format (for example the SDK's upload references): their
+// schema is {"type": "string", "format": JSONSchemaStringFormat()}.
+type StringFormatter interface {
+	JSONSchemaStringFormat() string
+}
+
+func stringFormatterType() reflect.Type { return reflect.TypeFor[StringFormatter]() }
+
 // schemaOf maps t; stack holds the struct types being expanded (cycle check).
 func schemaOf(t reflect.Type, stack []reflect.Type) (*schema, error) {
 	if len(stack) > maxDepth {
 		return nil, errors.New("nesting deeper than 32 levels")
+	}
+	if t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && t.Implements(stringFormatterType()) {
+		return &schema{Type: "string", Format: reflect.Zero(t).Interface().(StringFormatter).JSONSchemaStringFormat()}, nil
 	}
 	switch t {
 	case timeType():

@@ -1,0 +1,209 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Consumer declares a long-lived target consumer shared by every channel
+// whose binding has the same credential key K: one getUpdates loop per
+// Telegram bot token, one event connection per Feishu app. The SDK starts
+// Run with the first signed-in channel of a key, cancels it and waits for
+// it when the last one leaves (logout, replacement, lease expiry, Close),
+// restarts it with backoff when it returns an error while channels still
+// use the key, and keeps the key→channels routing that Members exposes.
+type Consumer[K comparable, B any] struct {
+	// Key returns the credential of a binding. Required.
+	Key func(b B) K
+	// Run consumes from the target until ctx ends; it publishes inbound
+	// messages through m. A nil return while ctx is live also restarts
+	// it. nil runs nothing: the registration then only keeps the routing,
+	// for targets that push to the connector (webhooks), which publish
+	// through Consumers.Members.
+	Run func(ctx context.Context, key K, m *Members[B]) error
+	// MaxKeys bounds the live keys (default DefaultMaxSharedConsumers).
+	MaxKeys int
+	// RestartDelay is the first delay after Run fails (default 1 s); it
+	// doubles up to 5 minutes and resets after a run of 5 minutes.
+	RestartDelay time.Duration
+}
+
+// Consumers is a registered Consumer: the SDK's routing from a
+// credential key to its signed-in channels. Safe for concurrent use.
+type Consumers[K comparable, B any] struct {
+	reg *consumerReg
+}
+
+// Members returns the channels of key (empty when none is signed in with
+// it); the value stays current as channels come and go.
+func (c *Consumers[K, B]) Members(key K) *Members[B] {
+	return &Members[B]{reg: c.reg, key: key}
+}
+
+// AddConsumer registers a shared consumer and returns its routing. B must
+// be the binding type of the registered flows. Call it before Start; a
+// bad registration is returned (with a nil *Consumers) and also makes
+// Start fail.
+func AddConsumer[K comparable, B any](s *Server, c Consumer[K, B]) (*Consumers[K, B], error) {
+	if c.Key == nil {
+		return nil, s.registerFail(errors.New("connector: AddConsumer: Key is required"))
+	}
+	if err := s.setBindingType(reflect.TypeFor[B]()); err != nil {
+		return nil, s.registerFail(fmt.Errorf("connector: AddConsumer: %w", err))
+	}
+	delay := c.RestartDelay
+	if delay <= 0 {
+		delay = time.Second
+	}
+	reg := &consumerReg{srv: s, members: map[any]map[string]struct{}{}, delay: delay}
+	reg.key = func(b any) any { return c.Key(b.(B)) }
+	if c.Run != nil {
+		reg.run = func(ctx context.Context, key any) error {
+			return c.Run(ctx, key.(K), &Members[B]{reg: reg, key: key})
+		}
+	}
+	reg.shared = NewSharedConsumers(reg.start, c.MaxKeys)
+	err := s.register(func() error {
+		s.typed.consumers = append(s.typed.consumers, reg)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Consumers[K, B]{reg: reg}, nil
+}
+
+// Members is the set of signed-in channels that share one consumer key,
+// handed to Consumer.Run. It is safe for concurrent use and always
+// current: a channel that signs in with the same key later is included.
+type Members[B any] struct {
+	reg *consumerReg
+	key any
+}
+
+// Member is one channel of a key, with its typed binding.
+type Member[B any] struct {
+	Channel *Channel
+	Binding B
+}
+
+// Channels returns the channels currently using the key, in channel id
+// order.
+func (m *Members[B]) Channels() []Member[B] {
+	ids := m.reg.memberIDs(m.key)
+	out := make([]Member[B], 0, len(ids))
+	for _, id := range ids {
+		ch := &Channel{srv: m.reg.srv, id: id}
+		if b, ok := BindingOf[B](ch); ok {
+			out = append(out, Member[B]{Channel: ch, Binding: b})
+		}
+	}
+	return out
+}
+
+// Publish publishes msg on every channel of the key that keep(b) accepts
+// (nil accepts all) and returns how many channels took it durably. A
+// channel's error does not stop the others; they are joined.
+func (m *Members[B]) Publish(ctx context.Context, msg UserMessage, keep func(b B) bool) (int, error) {
+	var errs []error
+	n := 0
+	for _, mb := range m.Channels() {
+		if keep != nil && !keep(mb.Binding) {
+			continue
+		}
+		if err := mb.Channel.Publish(ctx, msg); err != nil {
+			errs = append(errs, fmt.Errorf("channel %s: %w", mb.Channel.ID(), err))
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// consumerReg is one registered Consumer: reference counts, routing, and
+// the running loops.
+type consumerReg struct {
+	srv    *Server
+	key    func(b any) any
+	run    func(ctx context.Context, key any) error
+	shared *SharedConsumers[any]
+	delay  time.Duration
+
+	mu      sync.Mutex
+	members map[any]map[string]struct{}
+}
+
+func (r *consumerReg) acquire(ctx context.Context, key any, channelID string) error {
+	if err := r.shared.Acquire(ctx, key); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if r.members[key] == nil {
+		r.members[key] = map[string]struct{}{}
+	}
+	r.members[key][channelID] = struct{}{}
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *consumerReg) release(key any, channelID string) {
+	r.mu.Lock()
+	if set := r.members[key]; set != nil {
+		delete(set, channelID)
+		if len(set) == 0 {
+			delete(r.members, key)
+		}
+	}
+	r.mu.Unlock()
+	r.shared.Release(key)
+}
+
+func (r *consumerReg) memberIDs(key any) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.members[key]))
+}
+
+// start runs the consumer loop of key until its stop function is called.
+func (r *consumerReg) start(_ context.Context, key any) (func(), error) {
+	s := r.srv
+	if r.run == nil {
+		return func() {}, nil
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		delay := r.delay
+		for {
+			began := time.Now()
+			err := safeCall(func() error { return r.run(ctx, key) })
+			if ctx.Err() != nil {
+				return
+			}
+			if time.Since(began) > restoreBackoffMax {
+				delay = r.delay
+			}
+			msg := "returned"
+			if err != nil {
+				msg = s.secrets.Scrub(err.Error())
+			}
+			s.log.Warn("connector: target consumer stopped; restarting", "retry_in", delay.String(), "err", msg)
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+			delay = min(delay*2, restoreBackoffMax)
+		}
+	}()
+	return func() { cancel(); <-done }, nil
+}

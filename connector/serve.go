@@ -1,0 +1,94 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// Timeouts of the http.Server that ListenAndServe runs. There is no write
+// timeout: the data plane is a long-lived WebSocket and downloads may be
+// large; the SDK bounds each frame write and each idle socket itself.
+const (
+	ServeReadHeaderTimeout = 10 * time.Second
+	// ServeReadTimeout bounds reading one request with its body (uploads
+	// of Options.MaxUploadBytes included); a WebSocket clears it after
+	// the handshake.
+	ServeReadTimeout = 5 * time.Minute
+	// ServeIdleTimeout closes idle keep-alive connections.
+	ServeIdleTimeout = 2 * time.Minute
+	// ServeMaxHeaderBytes bounds request headers.
+	ServeMaxHeaderBytes = 64 << 10
+)
+
+// ListenAndServe runs the connector until ctx ends or the process gets
+// SIGINT or SIGTERM: it listens on addr ("127.0.0.1:8080"; a port of 0
+// picks one), starts the server if Start has not run (opening the default
+// SQLite store in Options.DataDir when Options.Store is nil), serves every
+// endpoint and the routes added with Handle through an http.Server with
+// the Serve* timeouts, and on the way out closes in order: the
+// connector's OnClose hooks and shared consumers, the data-plane sockets
+// and the server (Close), then the listener (Shutdown, bounded by
+// Options.CloseTimeout). It returns nil after a signal or ctx's end, and
+// the error otherwise.
+func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("connector: listen: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve is ListenAndServe on an existing listener, which it closes.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	s.mu.Lock()
+	started := s.state != stateNew
+	s.mu.Unlock()
+	if !started {
+		if err := s.Start(ctx); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: ServeReadHeaderTimeout,
+		ReadTimeout:       ServeReadTimeout,
+		IdleTimeout:       ServeIdleTimeout,
+		MaxHeaderBytes:    ServeMaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	s.log.Info("connector: serving", "addr", ln.Addr().String())
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+		served = nil
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), s.opts.CloseTimeout)
+	defer cancel()
+	errs := []error{s.Close(cctx)}
+	if err := hs.Shutdown(cctx); err != nil {
+		errs = append(errs, err, hs.Close())
+	}
+	if served != nil {
+		serveErr = <-served
+	}
+	if !errors.Is(serveErr, http.ErrServerClosed) {
+		errs = append(errs, serveErr)
+	}
+	return errors.Join(errs...)
+}
