@@ -5,50 +5,146 @@
 // that a connector is only its target code: its Card, its Skill, its
 // sign-in flows, its tools and its target client.
 //
-// A connector author creates a [Server] with [New], registers tools with
-// [AddTool] (the input schema comes from the Go type and arguments are
-// validated before the handler runs), sign-in flows with
-// [Server.AddAuthFlow] ([Form] and [QR]), and the IM v2 callbacks
-// [Server.OnAssistantMessage], [Server.OnAssistantDelta] and
-// [Server.OnActivity]. Inbound target messages are handed to
-// [Channel.Publish], which keeps them in a durable outbox until xAgent
-// acknowledges them. [Server.Start] builds and validates the final Card;
-// [Server.Close] shuts everything down and waits for every goroutine.
+// A connector is declared in code, once. [New] takes an [Identity] (card
+// id, name, provider, target type) from which the SDK derives the whole
+// Card; the registrations fill in the rest:
 //
-// The SDK enforces the wire rules: hello first, version admission, profile
-// negotiation, channel ownership, per-channel ordering with parallelism
-// across channels, the connector_id lease with cascading cleanup,
-// idempotent side-effecting tools, IM v2 delivery rules, signed short-lived
-// download URLs and redacted logs.
+//   - [AddForm] declares a form sign-in flow from a Go struct (fields,
+//     labels, secrets from struct tags) and hands its handler the typed,
+//     validated input; [AddQR] declares a QR flow. Both return an
+//     [Account]: the channel's binding, a Go value of the connector's
+//     binding type B that the SDK seals (JSON, encrypted at rest) and
+//     restores; [BindingOf] reads it back.
+//   - [SetClient] registers the constructor of the per-channel client (the
+//     channel's live connection to its target). The SDK calls it on
+//     sign-in, before the channel reports authenticated (its error fails
+//     the sign-in), and on Start for every restored channel (which stays
+//     offline until the client exists); handlers get it with [ClientOf];
+//     the SDK closes it on logout, replacement, lease expiry and Close.
+//   - [AddConsumer] runs one target consumer per credential (a bot
+//     token, an app), started with the first channel of that credential
+//     and stopped with the last; [Members] publishes to its channels.
+//   - [AddTool] registers a typed tool whose input schema comes from its
+//     input type; arguments are validated before the handler runs; an
+//     [Upload] field is an upload reference the SDK resolves to the
+//     channel's file.
+//   - [Server.OnAssistantMessage], [Server.OnAssistantDelta] and
+//     [Server.OnActivity] receive the IM v2 traffic from xAgent.
+//   - [Channel.Publish] hands an inbound target message to xAgent through
+//     a durable outbox; [Channel.SaveState] keeps small per-channel state
+//     across restarts.
 //
-// A complete, small connector (see Example for a runnable version):
+// [Server.ListenAndServe] then opens the default SQLite store in
+// Options.DataDir, starts, serves with hardened timeouts, stops on SIGINT
+// or SIGTERM and closes in order. A Server is also a plain [http.Handler]
+// ([Server.Start], serve it yourself, [Server.Close]). A hand-written
+// Options.Card with [Server.AddAuthFlow] ([Form], [QR]) and
+// [Server.OnBind] remains possible for advanced use.
 //
-//	srv, err := connector.New(connector.Options{Card: card, Skill: skillMD, Store: db, APIKey: key})
+// A complete connector (examples/roomchat is the runnable version):
+//
+//	srv, err := connector.New(connector.Options{DataDir: dir, APIKey: key, Skill: skillMD,
+//		Identity: connector.Identity{CardID: "im.roomchat", Name: "Room Chat", Provider: "roomchat", TargetType: protocol.TargetIM}})
 //	if err != nil {
 //		return err
 //	}
-//	connector.AddTool(srv, "room_message_send",
-//		func(ctx context.Context, call *connector.Call, in SendInput) (SendResult, error) {
-//			return room(call.Channel).Send(ctx, in.Text) // schema from SendInput, args already validated
-//		}, connector.ToolOptions{Description: "Post in the room.", SideEffect: true})
-//	srv.AddAuthFlow("room_login", connector.Form(func(ctx context.Context, ch *connector.Channel, in connector.Input) (connector.Binding, error) {
-//		tok, err := login(ctx, in.Get("room"), in.Secret("access_code"))
-//		return connector.Binding{Data: tok, DisplayName: in.Get("room"), Secrets: []string{string(tok)}}, err
-//	}))
-//	srv.AddAuthFlow("room_qr", connector.QR(connector.QRFlow{
-//		Issue: func(ctx context.Context, s *connector.QRSession) (string, error) {
-//			return "https://room.example/login?t=" + s.Token, nil // the page calls srv.AuthComplete(ctx, token, binding)
-//		},
-//	}))
-//	srv.OnAssistantMessage(func(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
-//		return room(ch).Deliver(ctx, m.Text, m.Files) // ack "accepted" only when this returns nil
+//	connector.AddForm(srv, "room_login", func(ctx context.Context, ch *connector.Channel, in Login) (connector.Account[Binding], error) {
+//		return connector.Account[Binding]{Binding: Binding{Room: in.Room, Code: in.AccessCode}, DisplayName: in.Room}, nil
+//	}, connector.FlowOptions{Title: "Join a room"})
+//	connector.SetClient(srv, func(ctx context.Context, ch *connector.Channel, b Binding) (*Room, error) {
+//		return dialRoom(ctx, b.Room, b.Code) // its error fails the sign-in
 //	})
-//	if err := srv.Start(ctx); err != nil {
-//		return err // an invalid Card lists every violation
-//	}
-//	defer srv.Close(context.Background())
-//	// Target events: ch.Publish(ctx, connector.UserMessage{MessageID: id, Text: "hi"})
-//	return http.ListenAndServe("127.0.0.1:8080", srv)
+//	connector.AddTool(srv, "room_message_send", func(ctx context.Context, call *connector.Call, in Say) (Said, error) {
+//		r, err := connector.ClientOf[*Room](call.Channel)
+//		if err != nil {
+//			return Said{}, err
+//		}
+//		return r.Say(ctx, in.Text)
+//	}, connector.ToolOptions{Description: "Post in the room.", SideEffect: true})
+//	srv.OnAssistantMessage(func(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
+//		r, err := connector.ClientOf[*Room](ch)
+//		if err != nil {
+//			return err
+//		}
+//		_, err = r.Say(ctx, m.Text) // ack "accepted" only when this returns nil
+//		return err
+//	})
+//	return srv.ListenAndServe(ctx, "127.0.0.1:8080") // registration errors surface here too
+//
+// # What the SDK fills in
+//
+// From the Identity and the registrations: schema, protocol_version (3.0),
+// build (see [BuildInfo]: -ldflags or the toolchain's VCS data; build_time
+// is UTC YYMMDDhhmm such as "2607241200"), supports.target_types and
+// targets, supports.profiles (IM v2 for im, Device v1 for device, unless
+// Identity.Profiles says otherwise), auth_flows[] with the target_type and
+// title the spec requires, ui.login_flow, tools[] with connector_channel_id
+// injected into each input_schema and the primary Skill in
+// related_skill_ids, security.api_key_required. The Skill gets a front
+// matter naming the primary Skill ("connector-" + card id with '.' → '-')
+// when it has none, and is checked against it otherwise.
+//
+// # Struct tags
+//
+// Tool input types (AddTool) and form types (AddForm) are described by
+// struct tags:
+//
+//   - json:"name" names the property or field; ",omitempty" (or
+//     ",omitzero", or a pointer type for tools) makes it optional; "-"
+//     skips it. Embedded structs without a tag are flattened (tools).
+//   - desc:"..." (tools): the property's description.
+//   - enum:"a,b,c" (tools): the allowed values, typed after the field.
+//   - A tool field of type [Upload] is an upload reference:
+//     {"type":"string","format":"xagent-upload-ref"}.
+//   - label:"..." (forms): the field's label (default: its name).
+//   - secret:"true" (forms and bindings): a sensitive value; a form field
+//     becomes a password input marked secret, a binding field's value is
+//     added to the redaction set.
+//   - input:"text|password" (forms): the input control (default text, or
+//     password for a secret field).
+//   - placeholder:"...", help:"..." (forms): placeholder and help_text.
+//   - default:"..." (forms): default_value (not allowed on secret fields).
+//
+// Tool inputs map Go types to JSON Schema as string, integer, number,
+// boolean, array, object (nested structs, additionalProperties false),
+// maps with string keys, time.Time (date-time) and json.RawMessage (any).
+// Form fields are strings on the wire (the spec's text and password
+// inputs); fields of integer, float and bool type are parsed from that text
+// and handed to the handler as numbers and booleans; a value that does not
+// parse is an invalid_auth_input naming the field, never quoting the value.
+//
+// # Hook contexts and errors
+//
+// Every handler gets a context that ends with the request it serves: a
+// tool's with its timeout (ToolOptions.Timeout, default Options.ToolTimeout)
+// or when the socket closes; a sign-in handler and a client constructor
+// with the auth.start or auth.status request (ToolTimeout at most) or, on
+// restore, ToolTimeout; the IM v2 handlers with ToolTimeout or the socket; a
+// Consumer's Run with the consumer's life (cancelled when its last channel
+// leaves or Close runs). Do not keep these contexts. An error returned by a
+// handler is classified by value: a *protocol.Error keeps its code and
+// message, which must be secret-free; [Temporary] marks an error worth a
+// retry (a rejected chat message is marked retryable, so xAgent sends it
+// again); anything else is reported with
+// a generic message, and the detail goes to the redacting log only. A panic
+// is recovered as internal_error without its value.
+//
+// # IM v2 rules a connector must know
+//
+// No payload a connector builds may carry session_id, user_connector_id,
+// user_id, connector_id or role; chat.message never carries file bytes,
+// base64, local paths, target tokens or CDN signatures (Publish turns
+// files into file_refs with signed download URLs). A connector never sends
+// chat.message.delta or chat.activity. A message streamed through
+// OnAssistantDelta is edited into its final text, never posted twice.
+//
+// # One channel, one conversation
+//
+// A connector_channel_id is one user's binding to one target conversation.
+// A bot that serves many chats maps each chat to its own channel: the
+// binding holds the chat (for example a chat_id) and the credential, the
+// Consumer is shared per credential, and Members.Publish with a filter on
+// the binding routes each inbound message to the channel of its chat.
 //
 // Wire errors: routing, identity and ordering failures are error packets
 // that carry the request's request_id and reply_to: hello_required,
