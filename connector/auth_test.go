@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
 func TestFormSignIn(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	c, _ := f.Connect(t, "")
 	ctx := testCtx(t)
 	ack, err := c.Open(ctx, "")
@@ -32,7 +32,7 @@ func TestFormSignIn(t *testing.T) {
 		{"wrong type", map[string]any{"token": 12345}, protocol.CodeInvalidAuthInput, "input.token"},
 	}
 	for _, tc := range bad {
-		env, err := c.Request(ctx, protocol.TypeAuthStart, id, map[string]any{"flow_id": connectortest.FlowTokenForm, "input": tc.input})
+		env, err := c.Request(ctx, protocol.TypeAuthStart, id, map[string]any{"flow_id": sdkfixture.FlowTokenForm, "input": tc.input})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,23 +47,23 @@ func TestFormSignIn(t *testing.T) {
 	}
 	wantCode(t, env, protocol.TypeAuthStartAck, protocol.CodeAuthFlowNotFound)
 	// The target refuses: status failed, the secret input never echoed.
-	env, err = c.Request(ctx, protocol.TypeAuthStart, id, protocol.AuthStartPayload{FlowID: connectortest.FlowTokenForm,
-		Input: map[string]string{"token": connectortest.BadToken}})
+	env, err = c.Request(ctx, protocol.TypeAuthStart, id, protocol.AuthStartPayload{FlowID: sdkfixture.FlowTokenForm,
+		Input: map[string]string{"token": sdkfixture.BadToken}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantOK(t, env, protocol.TypeAuthStartAck)
 	st := decode[protocol.AuthStatePayload](t, env)
-	if st.Status != protocol.AuthFailed || strings.Contains(string(env.Payload), connectortest.BadToken) {
+	if st.Status != protocol.AuthFailed || strings.Contains(string(env.Payload), sdkfixture.BadToken) {
 		t.Fatalf("failed sign-in: %s", env.Payload)
 	}
-	ok, err := connectortest.SignIn(ctx, c, id, "Ann")
+	ok, err := sdkfixture.SignIn(ctx, c, id, "Ann")
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := ok.ConnectionDescriptor
 	if ok.Status != protocol.AuthAuthenticated || d == nil || d.Connection.Status != protocol.StatusConnected ||
-		d.Target.DisplayName != "Ann" || !d.ToolAvailable(connectortest.ToolEcho) {
+		d.Target.DisplayName != "Ann" || !d.ToolAvailable(sdkfixture.ToolEcho) {
 		t.Fatalf("authenticated ack %+v / %+v", ok, d)
 	}
 	push, err := c.NextOfType(ctx, protocol.TypeDescriptorPush)
@@ -125,7 +125,7 @@ func TestFormSignIn(t *testing.T) {
 	}
 	wantOK(t, env, protocol.TypeAuthLogoutAck)
 	lo := decode[protocol.AuthLogoutAckPayload](t, env)
-	if lo.Status != "ok" || lo.ConnectionDescriptor.Connection.Status != protocol.StatusCreated || lo.ConnectionDescriptor.ToolAvailable(connectortest.ToolEcho) {
+	if lo.Status != "ok" || lo.ConnectionDescriptor.Connection.Status != protocol.StatusCreated || lo.ConnectionDescriptor.ToolAvailable(sdkfixture.ToolEcho) {
 		t.Fatalf("logout ack %+v", lo)
 	}
 	ch, err := f.Server.Channel(id)
@@ -151,7 +151,7 @@ func qrToken(t *testing.T, text string) string {
 
 func TestQRSignIn(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	c, _ := f.Connect(t, "")
 	ctx := testCtx(t)
 	ack, err := c.Open(ctx, "")
@@ -159,7 +159,7 @@ func TestQRSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := ack.ConnectorChannelID
-	env, err := c.Request(ctx, protocol.TypeAuthStart, id, protocol.AuthStartPayload{FlowID: connectortest.FlowQR})
+	env, err := c.Request(ctx, protocol.TypeAuthStart, id, protocol.AuthStartPayload{FlowID: sdkfixture.FlowQR})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestQRSignIn(t *testing.T) {
 
 func TestQRCancelFailAndExpiry(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{QRTTL: 150 * time.Millisecond,
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{QRTTL: 150 * time.Millisecond,
 		Adjust: func(o *connector.Options) { o.AuthSessionTTL = 600 * time.Millisecond }})
 	c, _ := f.Connect(t, "")
 	ctx := testCtx(t)
@@ -233,7 +233,7 @@ func TestQRCancelFailAndExpiry(t *testing.T) {
 	}
 	id := ack.ConnectorChannelID
 	start := func() protocol.AuthStatePayload {
-		env, err := c.Request(ctx, protocol.TypeAuthStart, id, protocol.AuthStartPayload{FlowID: connectortest.FlowQR})
+		env, err := c.Request(ctx, protocol.TypeAuthStart, id, protocol.AuthStartPayload{FlowID: sdkfixture.FlowQR})
 		if err != nil {
 			t.Fatal(err)
 		}

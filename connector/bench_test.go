@@ -5,14 +5,14 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
 // BenchmarkToolInvoke measures one tool.invoke -> tool.invoke.ack round
 // trip over a real loopback WebSocket (validation, routing, handler).
 func BenchmarkToolInvoke(b *testing.B) {
-	f := connectortest.StartFixture(b, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(b, sdkfixture.FixtureOptions{})
 	c, _ := f.Connect(b, "")
 	ctx := context.Background()
 	ack, err := c.Open(ctx, "")
@@ -20,7 +20,7 @@ func BenchmarkToolInvoke(b *testing.B) {
 		b.Fatal(err)
 	}
 	ch := ack.ConnectorChannelID
-	p := protocol.ToolInvokePayload{ToolID: connectortest.ToolWhoAmI, Arguments: json.RawMessage(`{"connector_channel_id":"` + ch + `"}`)}
+	p := protocol.ToolInvokePayload{ToolID: sdkfixture.ToolWhoAmI, Arguments: json.RawMessage(`{"connector_channel_id":"` + ch + `"}`)}
 	b.ResetTimer()
 	for b.Loop() {
 		env, err := c.Request(ctx, protocol.TypeToolInvoke, ch, p)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -20,7 +20,7 @@ func TestCanarySecretsNeverLeak(t *testing.T) {
 		formField = "canary-form-secret-91c2"
 		target    = "canary-target-token-e4d7"
 	)
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{APIKey: apiKey, Canary: target})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{APIKey: apiKey, Canary: target})
 	ctx := testCtx(t)
 	c, _ := f.Connect(t, "")
 	ack, err := c.Open(ctx, "")
@@ -30,16 +30,16 @@ func TestCanarySecretsNeverLeak(t *testing.T) {
 	ch := ack.ConnectorChannelID
 	// A failing sign-in with the secret in an unknown field, a wrong-typed
 	// field and a successful one with the secret as the token.
-	_, _ = c.Request(ctx, protocol.TypeAuthStart, ch, map[string]any{"flow_id": connectortest.FlowTokenForm,
+	_, _ = c.Request(ctx, protocol.TypeAuthStart, ch, map[string]any{"flow_id": sdkfixture.FlowTokenForm,
 		"input": map[string]any{"token": formField, "bogus": formField}})
-	env, err := c.Request(ctx, protocol.TypeAuthStart, ch, map[string]any{"flow_id": connectortest.FlowTokenForm,
+	env, err := c.Request(ctx, protocol.TypeAuthStart, ch, map[string]any{"flow_id": sdkfixture.FlowTokenForm,
 		"input": map[string]any{"token": formField, "name": "Ann"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantOK(t, env, protocol.TypeAuthStartAck)
 	arg := `{"connector_channel_id":"` + ch + `"}`
-	for _, tool := range []string{connectortest.ToolLeakError, connectortest.ToolLeakResult, connectortest.ToolPanic, connectortest.ToolProgress} {
+	for _, tool := range []string{sdkfixture.ToolLeakError, sdkfixture.ToolLeakResult, sdkfixture.ToolPanic, sdkfixture.ToolProgress} {
 		invoke(t, c, ch, tool, arg, "")
 	}
 	_, _ = c.Request(ctx, protocol.TypeDescriptorGet, ch, nil)

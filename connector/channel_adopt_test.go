@@ -5,17 +5,18 @@ import (
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
 // waitReleased waits until the connector has registered that the last
 // socket of connector_id cid is gone (the lease's grace deadline is
 // persisted only then).
-func waitReleased(t *testing.T, f *connectortest.Fixture, cid string) {
+func waitReleased(t *testing.T, f *sdkfixture.Fixture, cid string) {
 	t.Helper()
 	ctx := testCtx(t)
 	eventually(t, "the grace period of "+cid, func() bool {
-		in, err := f.Store.GetInstance(ctx, connectortest.FixtureCardID, cid)
+		in, err := f.Store.GetInstance(ctx, sdkfixture.FixtureCardID, cid)
 		return err == nil && !in.GraceUntil.IsZero()
 	})
 }
@@ -28,7 +29,7 @@ func waitReleased(t *testing.T, f *connectortest.Fixture, cid string) {
 // messages; the old connector_id's expiry no longer takes it along.
 func TestChannelReadoptedByNewConnectorID(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	ctx := testCtx(t)
 	a, oldID := f.Connect(t, "")
 	ch := openSigned(t, a)
@@ -36,7 +37,7 @@ func TestChannelReadoptedByNewConnectorID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.SetToolAvailability(ctx, connectortest.ToolSend, connector.ToolAvailability{Status: protocol.ToolDeniedByTarget,
+	if err := h.SetToolAvailability(ctx, sdkfixture.ToolSend, connector.ToolAvailability{Status: protocol.ToolDeniedByTarget,
 		Permission: protocol.PermissionDenied, Reason: "no send rights"}); err != nil {
 		t.Fatal(err)
 	}
@@ -68,10 +69,10 @@ func TestChannelReadoptedByNewConnectorID(t *testing.T) {
 	if vs := protocol.ValidateDescriptorAgainstCard(d, f.Server.Card(), ch); len(vs) > 0 {
 		t.Fatalf("descriptor invalid: %v", vs)
 	}
-	if st, _ := d.ToolState(connectortest.ToolSend); st == nil || st.Status != protocol.ToolDeniedByTarget {
+	if st, _ := d.ToolState(sdkfixture.ToolSend); st == nil || st.Status != protocol.ToolDeniedByTarget {
 		t.Fatalf("tool override lost: %+v", st)
 	}
-	rec, err := f.Store.GetChannel(ctx, connectortest.FixtureCardID, ch)
+	rec, err := f.Store.GetChannel(ctx, sdkfixture.FixtureCardID, ch)
 	if err != nil || rec.ConnectorID != newID || rec.Status != protocol.StatusConnected || len(rec.Binding) == 0 {
 		t.Fatalf("stored channel %+v %v, want connector_id %s, connected, bound", rec, err, newID)
 	}
@@ -79,7 +80,7 @@ func TestChannelReadoptedByNewConnectorID(t *testing.T) {
 		t.Fatalf("binding lost: %+v %v", bd, ok)
 	}
 	// Signed-in work runs on the new socket.
-	wantOK(t, invoke(t, b, ch, connectortest.ToolEcho, `{"connector_channel_id":"`+ch+`","text":"hi"}`, ""), protocol.TypeToolInvokeAck)
+	wantOK(t, invoke(t, b, ch, sdkfixture.ToolEcho, `{"connector_channel_id":"`+ch+`","text":"hi"}`, ""), protocol.TypeToolInvokeAck)
 	msg, err := b.NextOfType(ctx, protocol.TypeChatMessage)
 	if err != nil {
 		t.Fatal(err)
@@ -91,13 +92,13 @@ func TestChannelReadoptedByNewConnectorID(t *testing.T) {
 
 	// The replaced instance expires: the re-adopted channel stays.
 	f.Server.ExpireLease(oldID)
-	if _, err := f.Store.GetInstance(ctx, connectortest.FixtureCardID, oldID); err == nil {
+	if _, err := f.Store.GetInstance(ctx, sdkfixture.FixtureCardID, oldID); err == nil {
 		t.Fatal("the replaced instance did not expire")
 	}
 	if h, err := f.Server.Channel(ch); err != nil || !h.Authenticated() {
 		t.Fatalf("re-adopted channel lost with the old connector_id: %v", err)
 	}
-	if _, err := f.Store.GetChannel(ctx, connectortest.FixtureCardID, ch); err != nil {
+	if _, err := f.Store.GetChannel(ctx, sdkfixture.FixtureCardID, ch); err != nil {
 		t.Fatalf("re-adopted channel deleted from the store: %v", err)
 	}
 	if _, unbinds := f.Target.Hooks(); len(unbinds) != 0 {
@@ -117,7 +118,7 @@ func TestChannelReadoptedByNewConnectorID(t *testing.T) {
 // channel.open, and nothing changes.
 func TestChannelAdoptionRefusedWhileOwnerLive(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	ctx := testCtx(t)
 	a, oldID := f.Connect(t, "")
 	ch := openSigned(t, a)
@@ -141,7 +142,7 @@ func TestChannelAdoptionRefusedWhileOwnerLive(t *testing.T) {
 	wantOK(t, env, protocol.TypeChannelCloseAck)
 	refused(b, protocol.TypeChannelOpen)   // closed, but its instance is live
 	refused(b, protocol.TypeDescriptorGet) // only channel.open ever re-adopts
-	if rec, err := f.Store.GetChannel(ctx, connectortest.FixtureCardID, ch); err != nil || rec.ConnectorID != oldID {
+	if rec, err := f.Store.GetChannel(ctx, sdkfixture.FixtureCardID, ch); err != nil || rec.ConnectorID != oldID {
 		t.Fatalf("refused open changed the channel: %+v %v", rec, err)
 	}
 	if again, err := a.Open(ctx, ch); err != nil || again.ConnectorChannelID != ch ||
@@ -174,7 +175,7 @@ func TestChannelAdoptionRefusedWhileOwnerLive(t *testing.T) {
 // one gets a new channel (section 8.3), never the old binding.
 func TestChannelOfExpiredInstanceNotAdopted(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	ctx := testCtx(t)
 	a, oldID := f.Connect(t, "")
 	ch := openSigned(t, a)

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
 func TestChannelOpenReuseAndDescriptor(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	c, cid := f.Connect(t, "")
 	ctx := testCtx(t)
 	env, err := c.Request(ctx, protocol.TypeChannelOpen, "", protocol.EmptyPayload{})
@@ -32,10 +33,10 @@ func TestChannelOpenReuseAndDescriptor(t *testing.T) {
 	if vs := protocol.ValidateDescriptorAgainstCard(d, card, id); len(vs) > 0 {
 		t.Fatalf("descriptor invalid: %v", vs)
 	}
-	if d.ToolAvailable(connectortest.ToolEcho) || !d.ToolAvailable(connectortest.ToolWhoAmI) {
+	if d.ToolAvailable(sdkfixture.ToolEcho) || !d.ToolAvailable(sdkfixture.ToolWhoAmI) {
 		t.Fatalf("tool availability before sign-in: %+v", d.Tools)
 	}
-	if _, err := f.Store.GetChannel(ctx, connectortest.FixtureCardID, id); err != nil {
+	if _, err := f.Store.GetChannel(ctx, sdkfixture.FixtureCardID, id); err != nil {
 		t.Fatalf("channel not persisted: %v", err)
 	}
 	// Reopening the known id reuses it; an unknown one gets a new id.
@@ -79,7 +80,7 @@ func TestChannelOpenReuseAndDescriptor(t *testing.T) {
 // openSignedOn signs an already open channel in.
 func openSignedOn(t *testing.T, c *connectortest.Client, id string) {
 	t.Helper()
-	st, err := connectortest.SignIn(testCtx(t), c, id, "Ann")
+	st, err := sdkfixture.SignIn(testCtx(t), c, id, "Ann")
 	if err != nil || st.Status != protocol.AuthAuthenticated {
 		t.Fatalf("sign in: %v %+v", err, st)
 	}
@@ -87,7 +88,7 @@ func openSignedOn(t *testing.T, c *connectortest.Client, id string) {
 
 func TestChannelOwnershipErrors(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	ctx := testCtx(t)
 	a, cid := f.Connect(t, "")
 	ack, err := a.Open(ctx, "")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -48,7 +49,7 @@ func codeIf(s protocol.AckStatus) string {
 
 func TestAssistantMessagesToTarget(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	c, _ := f.Connect(t, "")
 	ch := openSigned(t, c)
 	ctx := testCtx(t)
@@ -125,7 +126,7 @@ func TestAssistantMessagesToTarget(t *testing.T) {
 
 func TestAssistantMessageWithUploadedFile(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{APIKey: "system-key-123456"})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{APIKey: "system-key-123456"})
 	c, _ := f.Connect(t, "")
 	ch := openSigned(t, c)
 	up := upload(t, f, ch, "system-key-123456", "notes.txt", []byte("file body"))
@@ -141,14 +142,14 @@ func TestAssistantMessageWithUploadedFile(t *testing.T) {
 		t.Fatalf("target got %q", got)
 	}
 	// A tool reads the same file through the channel.
-	env := invoke(t, c, ch, connectortest.ToolReadFile, `{"connector_channel_id":"`+ch+`","file_ref":"`+up.FileRef+`"}`, "")
+	env := invoke(t, c, ch, sdkfixture.ToolReadFile, `{"connector_channel_id":"`+ch+`","file_ref":"`+up.FileRef+`"}`, "")
 	wantOK(t, env, protocol.TypeToolInvokeAck)
 	if r := decode[protocol.ToolInvokeAckPayload](t, env); !strings.Contains(string(r.Result), `"bytes":9`) {
 		t.Fatalf("read file %s", r.Result)
 	}
 }
 
-func upload(t *testing.T, f *connectortest.Fixture, ch, key, name string, body []byte) protocol.UploadResponse {
+func upload(t *testing.T, f *sdkfixture.Fixture, ch, key, name string, body []byte) protocol.UploadResponse {
 	t.Helper()
 	resp := postUpload(t, f.URL, ch, key, name, body)
 	defer resp.Body.Close()
@@ -165,7 +166,7 @@ func upload(t *testing.T, f *connectortest.Fixture, ch, key, name string, body [
 
 func TestPublishDurableRedelivery(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{Adjust: func(o *connector.Options) { o.AckTimeout = 300 * time.Millisecond }})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{Adjust: func(o *connector.Options) { o.AckTimeout = 300 * time.Millisecond }})
 	c, cid := f.Connect(t, "")
 	ch := openSigned(t, c)
 	ctx := testCtx(t)
@@ -253,7 +254,7 @@ func TestPublishSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	st := connectortest.NewStore(t)
 	dir := t.TempDir()
-	f1 := connectortest.StartFixture(t, connectortest.FixtureOptions{Store: st, DataDir: dir})
+	f1 := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{Store: st, DataDir: dir})
 	c, cid := f1.Connect(t, "")
 	ch := openSigned(t, c)
 	c.Close()
@@ -262,7 +263,7 @@ func TestPublishSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	f1.Close()
-	f2 := connectortest.StartFixture(t, connectortest.FixtureOptions{Store: st, DataDir: dir})
+	f2 := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{Store: st, DataDir: dir})
 	c2, again := f2.Connect(t, cid)
 	if again != cid {
 		t.Fatal("connector_id not restored after restart")

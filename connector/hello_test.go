@@ -10,24 +10,25 @@ import (
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
 func TestHelloRejections(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	v2 := []protocol.Profile{protocol.ProfileIMv2}
 	cases := []struct {
 		name  string
 		hello protocol.HelloPayload
 		code  protocol.Code
 	}{
-		{"missing version", protocol.HelloPayload{ConnectorCardID: connectortest.FixtureCardID, SupportedProfiles: v2}, protocol.CodeUnsupportedProtocolVersion},
-		{"version 2.0", protocol.HelloPayload{ConnectorCardID: connectortest.FixtureCardID, ProtocolVersion: "2.0", SupportedProfiles: v2}, protocol.CodeUnsupportedProtocolVersion},
-		{"garbage version", protocol.HelloPayload{ConnectorCardID: connectortest.FixtureCardID, ProtocolVersion: "three", SupportedProfiles: v2}, protocol.CodeUnsupportedProtocolVersion},
+		{"missing version", protocol.HelloPayload{ConnectorCardID: sdkfixture.FixtureCardID, SupportedProfiles: v2}, protocol.CodeUnsupportedProtocolVersion},
+		{"version 2.0", protocol.HelloPayload{ConnectorCardID: sdkfixture.FixtureCardID, ProtocolVersion: "2.0", SupportedProfiles: v2}, protocol.CodeUnsupportedProtocolVersion},
+		{"garbage version", protocol.HelloPayload{ConnectorCardID: sdkfixture.FixtureCardID, ProtocolVersion: "three", SupportedProfiles: v2}, protocol.CodeUnsupportedProtocolVersion},
 		{"wrong card", protocol.HelloPayload{ConnectorCardID: "im.other", ProtocolVersion: "3.0", SupportedProfiles: v2}, protocol.CodeConnectorCardIDMismatch},
-		{"no profiles", protocol.HelloPayload{ConnectorCardID: connectortest.FixtureCardID, ProtocolVersion: "3.0"}, protocol.CodeInvalidPacket},
-		{"no common profile", protocol.HelloPayload{ConnectorCardID: connectortest.FixtureCardID, ProtocolVersion: "3.0", SupportedProfiles: []protocol.Profile{protocol.ProfileDeviceV1}}, protocol.CodeInvalidPacket},
+		{"no profiles", protocol.HelloPayload{ConnectorCardID: sdkfixture.FixtureCardID, ProtocolVersion: "3.0"}, protocol.CodeInvalidPacket},
+		{"no common profile", protocol.HelloPayload{ConnectorCardID: sdkfixture.FixtureCardID, ProtocolVersion: "3.0", SupportedProfiles: []protocol.Profile{protocol.ProfileDeviceV1}}, protocol.CodeInvalidPacket},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,7 +55,7 @@ func TestHelloRejections(t *testing.T) {
 
 func TestHelloRequiredAndProtocolErrors(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	ctx := testCtx(t)
 	c, err := connectortest.Dial(ctx, f.URL, "")
 	if err != nil {
@@ -86,7 +87,7 @@ func TestHelloRequiredAndProtocolErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCode(t, env, protocol.TypeError, protocol.CodeInvalidPacket)
-	if _, err := c.Hello(ctx, protocol.HelloPayload{ConnectorCardID: connectortest.FixtureCardID, ProtocolVersion: "3.0",
+	if _, err := c.Hello(ctx, protocol.HelloPayload{ConnectorCardID: sdkfixture.FixtureCardID, ProtocolVersion: "3.0",
 		SupportedProfiles: []protocol.Profile{protocol.ProfileIMv2}}); err != nil {
 		t.Fatalf("hello after errors: %v", err)
 	}
@@ -106,7 +107,7 @@ func TestHelloRequiredAndProtocolErrors(t *testing.T) {
 	}
 	wantCode(t, env, protocol.TypeError, protocol.CodeUnsupportedPacket)
 	// A second hello naming another connector_id on the same socket.
-	env, err = c.Request(ctx, protocol.TypeHello, "", protocol.HelloPayload{ConnectorCardID: connectortest.FixtureCardID,
+	env, err = c.Request(ctx, protocol.TypeHello, "", protocol.HelloPayload{ConnectorCardID: sdkfixture.FixtureCardID,
 		ConnectorID: "conn_someone_else", ProtocolVersion: "3.0", SupportedProfiles: []protocol.Profile{protocol.ProfileIMv2}})
 	if err != nil {
 		t.Fatal(err)
@@ -127,12 +128,12 @@ func TestHelloRequiredAndProtocolErrors(t *testing.T) {
 
 func TestConnectorIDIssuedPersistedRestored(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	c1, id := f.Connect(t, "")
 	if !strings.HasPrefix(id, "conn_") || len(id) < 20 {
 		t.Fatalf("connector_id %q is not an unguessable conn_ id", id)
 	}
-	if _, err := f.Store.GetInstance(context.Background(), connectortest.FixtureCardID, id); err != nil {
+	if _, err := f.Store.GetInstance(context.Background(), sdkfixture.FixtureCardID, id); err != nil {
 		t.Fatalf("instance not persisted: %v", err)
 	}
 	c1.Close()
@@ -148,7 +149,7 @@ func TestConnectorIDIssuedPersistedRestored(t *testing.T) {
 
 func TestSubprotocolRequired(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	ctx := testCtx(t)
 	ws, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(f.URL, "http")+"/ws", nil)
 	if err == nil {
@@ -162,7 +163,7 @@ func TestSubprotocolRequired(t *testing.T) {
 
 func TestFrameLimitAndChannelBusy(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{Adjust: func(o *connector.Options) {
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{Adjust: func(o *connector.Options) {
 		o.MaxFrameBytes = 4096
 		o.ChannelQueue = 1
 	}})
@@ -172,7 +173,7 @@ func TestFrameLimitAndChannelBusy(t *testing.T) {
 	// Flood one channel with slow tool calls: beyond its queue, channel_busy.
 	var envs []*protocol.Envelope
 	for range 6 {
-		e, _ := connectortest.Packet(protocol.TypeToolInvoke, ch, protocol.ToolInvokePayload{ToolID: connectortest.ToolSlow,
+		e, _ := connectortest.Packet(protocol.TypeToolInvoke, ch, protocol.ToolInvokePayload{ToolID: sdkfixture.ToolSlow,
 			Arguments: []byte(`{"connector_channel_id":"` + ch + `"}`)})
 		e.RequestID = e.PacketID
 		envs = append(envs, e)

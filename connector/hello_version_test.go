@@ -6,6 +6,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -15,7 +16,7 @@ import (
 // Connector's own version.
 func TestHelloAdmitsNewerProtocolVersion(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	for _, v := range []string{"3.0", "3", "3.1", "4.0", "12.7"} {
 		t.Run(v, func(t *testing.T) {
 			ctx := testCtx(t)
@@ -24,7 +25,7 @@ func TestHelloAdmitsNewerProtocolVersion(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			ack, err := c.Hello(ctx, protocol.HelloPayload{ConnectorCardID: connectortest.FixtureCardID, ProtocolVersion: v,
+			ack, err := c.Hello(ctx, protocol.HelloPayload{ConnectorCardID: sdkfixture.FixtureCardID, ProtocolVersion: v,
 				SupportedProfiles: []protocol.Profile{protocol.ProfileIMv2}})
 			if err != nil {
 				t.Fatalf("hello with protocol_version %q: %v", v, err)
@@ -49,7 +50,7 @@ func TestHelloAdmitsNewerProtocolVersion(t *testing.T) {
 // unsupported_protocol_version and close 1008.
 func TestHelloRejectsMissingMalformedOrOlderVersion(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	for _, v := range []string{"", " ", "2.9", "2", "1.0", "0.9", "three", "3.x", "3.0.1", "-3.0", "v3.0", "4.", ".1"} {
 		t.Run(v, func(t *testing.T) {
 			ctx := testCtx(t)
@@ -58,7 +59,7 @@ func TestHelloRejectsMissingMalformedOrOlderVersion(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			env, err := c.Request(ctx, protocol.TypeHello, "", protocol.HelloPayload{ConnectorCardID: connectortest.FixtureCardID,
+			env, err := c.Request(ctx, protocol.TypeHello, "", protocol.HelloPayload{ConnectorCardID: sdkfixture.FixtureCardID,
 				ProtocolVersion: v, SupportedProfiles: []protocol.Profile{protocol.ProfileIMv2}})
 			if err != nil {
 				t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -52,7 +53,7 @@ func openSigned(t *testing.T, c *connectortest.Client) string {
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	st, err := connectortest.SignIn(ctx, c, ack.ConnectorChannelID, "Ann")
+	st, err := sdkfixture.SignIn(ctx, c, ack.ConnectorChannelID, "Ann")
 	if err != nil {
 		t.Fatalf("sign in: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -35,7 +36,7 @@ func get(t *testing.T, url, key string) (int, []byte, http.Header) {
 func TestControlPlane(t *testing.T) {
 	t.Parallel()
 	const key = "system-key-control"
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{APIKey: key})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{APIKey: key})
 	code, body, _ := get(t, f.URL+protocol.PathCard, "")
 	if code != 200 {
 		t.Fatalf("card %d", code)
@@ -58,7 +59,7 @@ func TestControlPlane(t *testing.T) {
 		}
 	}
 	code, body, hdr := get(t, f.URL+protocol.PathSkill, "")
-	if code != 200 || string(body) != connectortest.FixtureSkillMD || !strings.HasPrefix(hdr.Get("Content-Type"), "text/markdown") {
+	if code != 200 || string(body) != sdkfixture.FixtureSkillMD || !strings.HasPrefix(hdr.Get("Content-Type"), "text/markdown") {
 		t.Fatalf("skill %d %q", code, body)
 	}
 	for _, p := range []string{protocol.PathHealth, "/metrics"} {
@@ -105,7 +106,7 @@ func TestControlPlane(t *testing.T) {
 func TestSkillAbsentAndPathPrefix(t *testing.T) {
 	t.Parallel()
 	st := connectortest.NewStore(t)
-	card := connectortest.FixtureCard(protocol.ProfileDeviceV1)
+	card := sdkfixture.FixtureCard(protocol.ProfileDeviceV1)
 	card.Supports.TargetTypes = []protocol.TargetType{protocol.TargetDevice}
 	card.Supports.Targets = []protocol.Target{{TargetType: protocol.TargetDevice, Provider: "adb", Label: "Phone"}}
 	card.AuthFlows = nil
@@ -139,7 +140,7 @@ func TestSkillAbsentAndPathPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Hello(testCtx(t), protocol.HelloPayload{ConnectorCardID: connectortest.FixtureCardID, ProtocolVersion: "3.0",
+	if _, err := c.Hello(testCtx(t), protocol.HelloPayload{ConnectorCardID: sdkfixture.FixtureCardID, ProtocolVersion: "3.0",
 		SupportedProfiles: []protocol.Profile{protocol.ProfileDeviceV1}}); err != nil {
 		t.Fatal(err)
 	}
@@ -166,8 +167,8 @@ func TestStartRejectsInvalidConfiguration(t *testing.T) {
 		{"tool without handler and a flow of the wrong type", func(s *connector.Server, c *protocol.Card) {
 			c.Supports.Profiles = []protocol.Profile{protocol.ProfileDeviceV1}
 			c.Tools = []protocol.Tool{{ToolID: "orphan_tool"}}
-			_ = s.AddAuthFlow(connectortest.FlowTokenForm, connector.QR(connector.QRFlow{}))
-			_ = s.AddAuthFlow(connectortest.FlowQR, connector.QR(connector.QRFlow{}))
+			_ = s.AddAuthFlow(sdkfixture.FlowTokenForm, connector.QR(connector.QRFlow{}))
+			_ = s.AddAuthFlow(sdkfixture.FlowQR, connector.QR(connector.QRFlow{}))
 			_ = s.AddAuthFlow("not_in_card", form)
 		}, []string{`tools[0]: tool "orphan_tool" has no handler`, `auth_flows[0].type: is "form" but the registered flow is "qr_login"`,
 			`registered flow "not_in_card" is not declared`}},
@@ -182,7 +183,7 @@ func TestStartRejectsInvalidConfiguration(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			card := connectortest.FixtureCard()
+			card := sdkfixture.FixtureCard()
 			srv, err := connector.New(connector.Options{Card: card, Store: st, DataDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
@@ -210,14 +211,14 @@ func TestStartRejectsInvalidConfiguration(t *testing.T) {
 	if _, err := connector.New(connector.Options{Store: st}); err == nil {
 		t.Error("New without a Card succeeded")
 	}
-	if _, err := connector.New(connector.Options{Card: connectortest.FixtureCard()}); err == nil {
+	if _, err := connector.New(connector.Options{Card: sdkfixture.FixtureCard()}); err == nil {
 		t.Error("New without a Store succeeded")
 	}
 }
 
 func TestCloseClosesSocketsGracefully(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	c, _ := f.Connect(t, "")
 	openSigned(t, c)
 	f.Close()

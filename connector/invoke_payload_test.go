@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -13,12 +14,12 @@ import (
 // clear still gets the full payload rules (or, when valid, an answer).
 func TestToolInvokePayloadRules(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	c, _ := f.Connect(t, "")
 	ctx := testCtx(t)
 	ch := openSigned(t, c)
 	args := `{"connector_channel_id":"` + ch + `"}`
-	tool := `"tool_id":"` + connectortest.ToolWhoAmI + `"`
+	tool := `"tool_id":"` + sdkfixture.ToolWhoAmI + `"`
 	cases := []struct {
 		name    string
 		payload string
@@ -49,7 +50,7 @@ func TestToolInvokePayloadRules(t *testing.T) {
 		if tc.ok {
 			wantOK(t, env, protocol.TypeToolInvokeAck)
 			var ack protocol.ToolInvokeAckPayload
-			if err := env.DecodePayload(&ack); err != nil || ack.ToolID != connectortest.ToolWhoAmI {
+			if err := env.DecodePayload(&ack); err != nil || ack.ToolID != sdkfixture.ToolWhoAmI {
 				t.Fatalf("%s: ack payload %s (%v)", tc.name, env.Payload, err)
 			}
 			continue

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
 )
@@ -29,14 +29,14 @@ func TestRestoredLeaseDefaultGraceSynctest(t *testing.T) {
 		defer db.Close()
 		now := time.Now()
 		const cid, ch = "conn_restored_instance_000000", "cch_restored_channel_0000000"
-		if err := db.PutInstance(ctx, store.Instance{CardID: connectortest.FixtureCardID, ConnectorID: cid, CreatedAt: now}); err != nil {
+		if err := db.PutInstance(ctx, store.Instance{CardID: sdkfixture.FixtureCardID, ConnectorID: cid, CreatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.PutChannel(ctx, store.Channel{CardID: connectortest.FixtureCardID, ChannelID: ch, ConnectorID: cid,
+		if err := db.PutChannel(ctx, store.Channel{CardID: sdkfixture.FixtureCardID, ChannelID: ch, ConnectorID: cid,
 			Status: protocol.StatusConnected, CreatedAt: now, UpdatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
-		card := connectortest.FixtureCard(protocol.ProfileIMv1)
+		card := sdkfixture.FixtureCard(protocol.ProfileIMv1)
 		card.AuthFlows = nil
 		srv, err := connector.New(connector.Options{Card: card, Store: db, DataDir: dir,
 			FileTTL: 10 * time.Minute, OutboxTTL: 10 * time.Minute})
@@ -61,14 +61,14 @@ func TestRestoredLeaseDefaultGraceSynctest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := db.GetFile(ctx, connectortest.FixtureCardID, early.FileRef)
+		rec, err := db.GetFile(ctx, sdkfixture.FixtureCardID, early.FileRef)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The sweeper removes the expired file (record and bytes).
 		time.Sleep(12 * time.Minute)
 		synctest.Wait()
-		if _, err := db.GetFile(ctx, connectortest.FixtureCardID, early.FileRef); err == nil {
+		if _, err := db.GetFile(ctx, sdkfixture.FixtureCardID, early.FileRef); err == nil {
 			t.Fatal("expired file record kept")
 		}
 		if _, err := os.Stat(rec.Path); !os.IsNotExist(err) {
@@ -78,19 +78,19 @@ func TestRestoredLeaseDefaultGraceSynctest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lateRec, _ := db.GetFile(ctx, connectortest.FixtureCardID, late.FileRef)
+		lateRec, _ := db.GetFile(ctx, sdkfixture.FixtureCardID, late.FileRef)
 
 		time.Sleep(47 * time.Minute) // 59 minutes since start
 		synctest.Wait()
-		if _, err := db.GetChannel(ctx, connectortest.FixtureCardID, ch); err != nil {
+		if _, err := db.GetChannel(ctx, sdkfixture.FixtureCardID, ch); err != nil {
 			t.Fatalf("channel cleaned before the grace period: %v", err)
 		}
 		time.Sleep(2 * time.Minute)
 		synctest.Wait()
-		if _, err := db.GetChannel(ctx, connectortest.FixtureCardID, ch); err == nil {
+		if _, err := db.GetChannel(ctx, sdkfixture.FixtureCardID, ch); err == nil {
 			t.Fatal("restored channel survived the grace period")
 		}
-		if _, err := db.GetInstance(ctx, connectortest.FixtureCardID, cid); err == nil {
+		if _, err := db.GetInstance(ctx, sdkfixture.FixtureCardID, cid); err == nil {
 			t.Fatal("instance survived the grace period")
 		}
 		if _, err := os.Stat(filepath.Dir(lateRec.Path)); !os.IsNotExist(err) {

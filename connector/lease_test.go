@@ -7,12 +7,13 @@ import (
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
 func TestLeaseExpiryCascades(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{Adjust: func(o *connector.Options) {
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{Adjust: func(o *connector.Options) {
 		o.LeaseGrace = 300 * time.Millisecond
 	}})
 	ctx := testCtx(t)
@@ -20,7 +21,7 @@ func TestLeaseExpiryCascades(t *testing.T) {
 	ch := openSigned(t, c)
 	// An unfinished QR session on a second channel.
 	a2, _ := c.Open(ctx, "")
-	env, _ := c.Request(ctx, protocol.TypeAuthStart, a2.ConnectorChannelID, protocol.AuthStartPayload{FlowID: connectortest.FlowQR})
+	env, _ := c.Request(ctx, protocol.TypeAuthStart, a2.ConnectorChannelID, protocol.AuthStartPayload{FlowID: sdkfixture.FlowQR})
 	qr := decode[protocol.AuthStatePayload](t, env)
 	h, _ := f.Server.Channel(ch)
 	if err := h.Publish(ctx, connector.UserMessage{MessageID: "pending-1", Text: "never acked"}); err != nil {
@@ -30,17 +31,17 @@ func TestLeaseExpiryCascades(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	in, err := f.Store.GetInstance(ctx, connectortest.FixtureCardID, cid)
+	in, err := f.Store.GetInstance(ctx, sdkfixture.FixtureCardID, cid)
 	eventually(t, "grace persisted", func() bool {
-		in, err = f.Store.GetInstance(ctx, connectortest.FixtureCardID, cid)
+		in, err = f.Store.GetInstance(ctx, sdkfixture.FixtureCardID, cid)
 		return err == nil && !in.GraceUntil.IsZero()
 	})
 	eventually(t, "lease expiry", func() bool {
-		_, err := f.Store.GetInstance(ctx, connectortest.FixtureCardID, cid)
+		_, err := f.Store.GetInstance(ctx, sdkfixture.FixtureCardID, cid)
 		return err != nil
 	})
 	for _, id := range []string{ch, a2.ConnectorChannelID} {
-		if _, err := f.Store.GetChannel(ctx, connectortest.FixtureCardID, id); err == nil {
+		if _, err := f.Store.GetChannel(ctx, sdkfixture.FixtureCardID, id); err == nil {
 			t.Fatalf("channel %s survived the lease", id)
 		}
 		if _, err := f.Server.Channel(id); !isCode(err, protocol.CodeConnectionNotFound) {
@@ -62,7 +63,7 @@ func TestLeaseExpiryCascades(t *testing.T) {
 
 func TestLeaseReconnectCancelsExpiry(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{Adjust: func(o *connector.Options) {
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{Adjust: func(o *connector.Options) {
 		o.LeaseGrace = 400 * time.Millisecond
 	}})
 	ctx := testCtx(t)
@@ -77,7 +78,7 @@ func TestLeaseReconnectCancelsExpiry(t *testing.T) {
 	if _, err := c2.Open(ctx, ch); err != nil {
 		t.Fatalf("channel lost while connected: %v", err)
 	}
-	in, err := f.Store.GetInstance(ctx, connectortest.FixtureCardID, cid)
+	in, err := f.Store.GetInstance(ctx, sdkfixture.FixtureCardID, cid)
 	if err != nil || !in.GraceUntil.IsZero() {
 		t.Fatalf("instance %+v %v", in, err)
 	}
@@ -87,14 +88,14 @@ func TestRestoredChannelsWithoutHelloAreCleaned(t *testing.T) {
 	t.Parallel()
 	st := connectortest.NewStore(t)
 	dir := t.TempDir()
-	f1 := connectortest.StartFixture(t, connectortest.FixtureOptions{Store: st, DataDir: dir})
+	f1 := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{Store: st, DataDir: dir})
 	c, cid := f1.Connect(t, "")
 	ch := openSigned(t, c)
 	c.Close()
 	f1.Close()
 	// Simulate a crash while connected: no grace deadline recorded.
 	ctx := context.Background()
-	in, err := st.GetInstance(ctx, connectortest.FixtureCardID, cid)
+	in, err := st.GetInstance(ctx, sdkfixture.FixtureCardID, cid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestRestoredChannelsWithoutHelloAreCleaned(t *testing.T) {
 	if err := st.PutInstance(ctx, in); err != nil {
 		t.Fatal(err)
 	}
-	f2 := connectortest.StartFixture(t, connectortest.FixtureOptions{Store: st, DataDir: dir, Adjust: func(o *connector.Options) {
+	f2 := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{Store: st, DataDir: dir, Adjust: func(o *connector.Options) {
 		o.LeaseGrace = 300 * time.Millisecond
 	}})
 	if binds, _ := f2.Target.Hooks(); len(binds) != 1 || binds[0] != ch {
@@ -116,7 +117,7 @@ func TestRestoredChannelsWithoutHelloAreCleaned(t *testing.T) {
 		t.Fatalf("binding not restored: %+v", b)
 	}
 	eventually(t, "cleanup of restored channels", func() bool {
-		_, err := st.GetChannel(ctx, connectortest.FixtureCardID, ch)
+		_, err := st.GetChannel(ctx, sdkfixture.FixtureCardID, ch)
 		return err != nil
 	})
 	if _, unb := f2.Target.Hooks(); len(unb) != 1 || unb[0] != connector.UnbindLeaseExpired {

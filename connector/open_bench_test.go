@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -16,7 +16,7 @@ import (
 // creates a channel per open (a durable write, group committed), "reopen"
 // reopens one of 1,000 known channels (nothing written).
 func BenchmarkChannelOpen(b *testing.B) {
-	f := connectortest.StartFixture(b, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(b, sdkfixture.FixtureOptions{})
 	c, _ := f.Connect(b, "")
 	ctx := context.Background()
 	b.Run("new", func(b *testing.B) {

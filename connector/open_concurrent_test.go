@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
 )
@@ -37,7 +38,7 @@ func TestConcurrentFirstOpens(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = st.Close() })
-			f := connectortest.StartFixture(t, connectortest.FixtureOptions{Store: st})
+			f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{Store: st})
 			c, cid := f.Connect(t, "")
 			ctx := testCtx(t)
 
@@ -73,7 +74,7 @@ func TestConcurrentFirstOpens(t *testing.T) {
 			if len(seen) != tc.wantOpen {
 				t.Fatalf("%d channels opened, want %d", len(seen), tc.wantOpen)
 			}
-			stored, err := st.ListChannels(ctx, connectortest.FixtureCardID, cid)
+			stored, err := st.ListChannels(ctx, sdkfixture.FixtureCardID, cid)
 			if err != nil || len(stored) != tc.wantOpen {
 				t.Fatalf("stored %d channels (%v), want %d", len(stored), err, tc.wantOpen)
 			}
@@ -106,7 +107,7 @@ func TestConcurrentFirstOpens(t *testing.T) {
 // checks at the end of the package) and must keep working.
 func TestFirstOpensWhileSocketCloses(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	c, cid := f.Connect(t, "")
 	ctx := testCtx(t)
 	for range 200 {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -17,7 +17,7 @@ import (
 // protocol.ChannelOpenAckPayload, for Descriptors of every kind.
 func TestEncodeOpenAckMatchesJSON(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	c, _ := f.Connect(t, "")
 	ctx := testCtx(t)
 	created, err := c.Open(ctx, "")
@@ -26,7 +26,7 @@ func TestEncodeOpenAckMatchesJSON(t *testing.T) {
 	}
 	signedID := openSigned(t, c)
 	h, _ := f.Server.Channel(signedID)
-	if err := h.SetToolAvailability(ctx, connectortest.ToolEcho, connector.ToolAvailability{
+	if err := h.SetToolAvailability(ctx, sdkfixture.ToolEcho, connector.ToolAvailability{
 		Status: protocol.ToolUnavailable, Reason: `quota <exceeded> & "retry" later ✓`}); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -13,7 +14,7 @@ import (
 // closing the socket cancels the work in flight.
 func TestChannelOrderParallelismAndCancel(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	c, _ := f.Connect(t, "")
 	ctx := testCtx(t)
 	a, b := openSigned(t, c), openSigned(t, c)
@@ -27,13 +28,13 @@ func TestChannelOrderParallelismAndCancel(t *testing.T) {
 	}
 	argsOf := func(ch, extra string) string { return `{"connector_channel_id":"` + ch + `"` + extra + `}` }
 	// Channel a: a blocking call, then an echo queued behind it.
-	send(a, connectortest.ToolBlock, argsOf(a, ""))
-	behind := send(a, connectortest.ToolEcho, argsOf(a, `,"text":"after"`))
+	send(a, sdkfixture.ToolBlock, argsOf(a, ""))
+	behind := send(a, sdkfixture.ToolEcho, argsOf(a, `,"text":"after"`))
 	eventually(t, "block running", func() bool { r, _ := f.Target.Blocked(); return r == 1 })
 	// Channel b is not held up: its echoes are answered, in order.
 	var order []string
 	for _, text := range []string{"1", "2", "3"} {
-		order = append(order, send(b, connectortest.ToolEcho, argsOf(b, `,"text":"`+text+`"`)).RequestID)
+		order = append(order, send(b, sdkfixture.ToolEcho, argsOf(b, `,"text":"`+text+`"`)).RequestID)
 	}
 	for _, want := range order {
 		env, err := c.NextOfType(ctx, protocol.TypeToolInvokeAck)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestPingNotStarvedByChannelWork(t *testing.T) {
 	t.Parallel()
 	const workers = 2
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{
 		Adjust: func(o *connector.Options) { o.Workers = workers },
 	})
 	c, _ := f.Connect(t, "")
@@ -24,7 +25,7 @@ func TestPingNotStarvedByChannelWork(t *testing.T) {
 	for range workers {
 		ch := openSigned(t, c)
 		e, err := connectortest.Packet(protocol.TypeToolInvoke, ch, protocol.ToolInvokePayload{
-			ToolID: connectortest.ToolBlock, Arguments: json.RawMessage(`{"connector_channel_id":"` + ch + `"}`),
+			ToolID: sdkfixture.ToolBlock, Arguments: json.RawMessage(`{"connector_channel_id":"` + ch + `"}`),
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/internal/signurl"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
@@ -28,13 +28,13 @@ func TestPostgresStore(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	cardID := "test.pg" + signurl.RandomID("")[:8]
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{Store: db, CardID: cardID,
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{Store: db, CardID: cardID,
 		Adjust: func(o *connector.Options) { o.AckTimeout = 300 * time.Millisecond }})
 	c, _ := f.Connect(t, "")
 	ch := openSigned(t, c)
 	arg := `{"connector_channel_id":"` + ch + `","text":"a"}`
-	first := invoke(t, c, ch, connectortest.ToolSend, arg, "pg_call")
-	again := invoke(t, c, ch, connectortest.ToolSend, arg, "pg_call")
+	first := invoke(t, c, ch, sdkfixture.ToolSend, arg, "pg_call")
+	again := invoke(t, c, ch, sdkfixture.ToolSend, arg, "pg_call")
 	if string(first.Payload) != string(again.Payload) {
 		t.Fatalf("idempotency on postgres: %s vs %s", first.Payload, again.Payload)
 	}

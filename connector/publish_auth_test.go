@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -51,7 +51,7 @@ func filesIn(t *testing.T, dir string) int {
 // first chat.message is the one published then.
 func TestPublishRequiresSignedInChannel(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	ctx := testCtx(t)
 	c, _ := f.Connect(t, "")
 	ack, err := c.Open(ctx, "")
@@ -108,7 +108,7 @@ func TestPublishRequiresSignedInChannel(t *testing.T) {
 // message.push.
 func TestPushMessageRequiresSignedInChannel(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{Profiles: []protocol.Profile{protocol.ProfileIMv1}})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{Profiles: []protocol.Profile{protocol.ProfileIMv1}})
 	ctx := testCtx(t)
 	c, _ := f.Connect(t, "")
 	ack, err := c.Open(ctx, "")

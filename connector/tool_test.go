@@ -7,6 +7,7 @@ import (
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -25,7 +26,7 @@ func invoke(t *testing.T, c *connectortest.Client, ch, tool, args, callID string
 
 func TestToolInvocation(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	c, _ := f.Connect(t, "")
 	ctx := testCtx(t)
 	ack, err := c.Open(ctx, "")
@@ -40,50 +41,50 @@ func TestToolInvocation(t *testing.T) {
 		return `{"connector_channel_id":"` + ch + `",` + rest + `}`
 	}
 	// Before sign-in.
-	wantCode(t, invoke(t, c, ch, connectortest.ToolEcho, arg(`"text":"x"`), ""), protocol.TypeToolInvokeAck, protocol.CodeConnectionNotAuthenticated)
-	env := invoke(t, c, ch, connectortest.ToolWhoAmI, arg(""), "")
+	wantCode(t, invoke(t, c, ch, sdkfixture.ToolEcho, arg(`"text":"x"`), ""), protocol.TypeToolInvokeAck, protocol.CodeConnectionNotAuthenticated)
+	env := invoke(t, c, ch, sdkfixture.ToolWhoAmI, arg(""), "")
 	wantOK(t, env, protocol.TypeToolInvokeAck)
 	openSignedOn(t, c, ch)
 
 	wantCode(t, invoke(t, c, ch, "no_such_tool", arg(""), ""), protocol.TypeToolInvokeAck, protocol.CodeUnknownTool)
-	wantCode(t, invoke(t, c, ch, connectortest.ToolSum, arg(`"a":"one","b":2`), ""), protocol.TypeToolInvokeAck, protocol.CodeInvalidArguments)
-	wantCode(t, invoke(t, c, ch, connectortest.ToolSum, `{"a":1,"b":2}`, ""), protocol.TypeToolInvokeAck, protocol.CodeInvalidArguments)
-	env = invoke(t, c, ch, connectortest.ToolSum, arg(`"a":40,"b":2`), "")
+	wantCode(t, invoke(t, c, ch, sdkfixture.ToolSum, arg(`"a":"one","b":2`), ""), protocol.TypeToolInvokeAck, protocol.CodeInvalidArguments)
+	wantCode(t, invoke(t, c, ch, sdkfixture.ToolSum, `{"a":1,"b":2}`, ""), protocol.TypeToolInvokeAck, protocol.CodeInvalidArguments)
+	env = invoke(t, c, ch, sdkfixture.ToolSum, arg(`"a":40,"b":2`), "")
 	wantOK(t, env, protocol.TypeToolInvokeAck)
-	if r := decode[protocol.ToolInvokeAckPayload](t, env); string(r.Result) != `{"sum":42}` || r.ToolID != connectortest.ToolSum {
+	if r := decode[protocol.ToolInvokeAckPayload](t, env); string(r.Result) != `{"sum":42}` || r.ToolID != sdkfixture.ToolSum {
 		t.Fatalf("sum %+v", r)
 	}
 	// The redundant channel argument never reaches the handler.
-	env = invoke(t, c, ch, connectortest.ToolArgs, arg(`"keep":true`), "")
+	env = invoke(t, c, ch, sdkfixture.ToolArgs, arg(`"keep":true`), "")
 	if r := decode[protocol.ToolInvokeAckPayload](t, env); string(r.Result) != `{"keep":true}` {
 		t.Fatalf("args handed to the handler: %s", r.Result)
 	}
-	env = invoke(t, c, ch, connectortest.ToolEcho, arg(`"text":"hi"`), "")
-	if r := decode[connectortest.EchoOut](t, &protocol.Envelope{Payload: decode[protocol.ToolInvokeAckPayload](t, env).Result}); r.Echo != "hi" || r.Channel != ch {
+	env = invoke(t, c, ch, sdkfixture.ToolEcho, arg(`"text":"hi"`), "")
+	if r := decode[sdkfixture.EchoOut](t, &protocol.Envelope{Payload: decode[protocol.ToolInvokeAckPayload](t, env).Result}); r.Echo != "hi" || r.Channel != ch {
 		t.Fatalf("echo %+v", r)
 	}
 
 	// Idempotency of side effects.
-	first := invoke(t, c, ch, connectortest.ToolSend, arg(`"text":"a"`), "call_1")
+	first := invoke(t, c, ch, sdkfixture.ToolSend, arg(`"text":"a"`), "call_1")
 	wantOK(t, first, protocol.TypeToolInvokeAck)
-	repeat := invoke(t, c, ch, connectortest.ToolSend, arg(`"text":"a"`), "call_1")
+	repeat := invoke(t, c, ch, sdkfixture.ToolSend, arg(`"text":"a"`), "call_1")
 	wantOK(t, repeat, protocol.TypeToolInvokeAck)
 	if string(first.Payload) != string(repeat.Payload) {
 		t.Fatalf("repeat result %s != %s", repeat.Payload, first.Payload)
 	}
-	wantCode(t, invoke(t, c, ch, connectortest.ToolSend, arg(`"text":"b"`), "call_1"), protocol.TypeToolInvokeAck, protocol.CodeToolCallConflict)
-	invoke(t, c, ch, connectortest.ToolSend, arg(`"text":"b"`), "call_2")
+	wantCode(t, invoke(t, c, ch, sdkfixture.ToolSend, arg(`"text":"b"`), "call_1"), protocol.TypeToolInvokeAck, protocol.CodeToolCallConflict)
+	invoke(t, c, ch, sdkfixture.ToolSend, arg(`"text":"b"`), "call_2")
 	if _, _, _, sends := f.Target.Snapshot(); sends != 2 {
 		t.Fatalf("side effects ran %d times, want 2", sends)
 	}
 
 	// Timeout, panic, failures: stable codes, no secrets.
-	wantCode(t, invoke(t, c, ch, connectortest.ToolSlow, arg(""), ""), protocol.TypeToolInvokeAck, protocol.CodeToolTimeout)
-	env = invoke(t, c, ch, connectortest.ToolPanic, arg(""), "")
+	wantCode(t, invoke(t, c, ch, sdkfixture.ToolSlow, arg(""), ""), protocol.TypeToolInvokeAck, protocol.CodeToolTimeout)
+	env = invoke(t, c, ch, sdkfixture.ToolPanic, arg(""), "")
 	wantCode(t, env, protocol.TypeToolInvokeAck, protocol.CodeInternal)
-	env2 := invoke(t, c, ch, connectortest.ToolLeakError, arg(""), "")
+	env2 := invoke(t, c, ch, sdkfixture.ToolLeakError, arg(""), "")
 	wantCode(t, env2, protocol.TypeToolInvokeAck, protocol.CodeToolInvokeFailed)
-	env3 := invoke(t, c, ch, connectortest.ToolLeakResult, arg(""), "")
+	env3 := invoke(t, c, ch, sdkfixture.ToolLeakResult, arg(""), "")
 	wantOK(t, env3, protocol.TypeToolInvokeAck)
 	for _, e := range []*protocol.Envelope{env, env2, env3} {
 		b, _ := e.Encode()
@@ -93,7 +94,7 @@ func TestToolInvocation(t *testing.T) {
 	}
 
 	// Progress pushes carry the channel, and no request_id (they are not the answer).
-	env = invoke(t, c, ch, connectortest.ToolProgress, arg(""), "")
+	env = invoke(t, c, ch, sdkfixture.ToolProgress, arg(""), "")
 	wantOK(t, env, protocol.TypeToolInvokeAck)
 	for i := 0; i < 2; i++ {
 		p, err := c.NextOfType(ctx, protocol.TypeToolProgressPush)
@@ -101,7 +102,7 @@ func TestToolInvocation(t *testing.T) {
 			t.Fatal(err)
 		}
 		pp := decode[protocol.ToolProgressPayload](t, p)
-		if p.ConnectorChannelID != ch || pp.ToolID != connectortest.ToolProgress || p.RequestID != "" ||
+		if p.ConnectorChannelID != ch || pp.ToolID != sdkfixture.ToolProgress || p.RequestID != "" ||
 			strings.Contains(pp.Message, f.Opts.Canary) {
 			t.Fatalf("progress %+v %+v", p, pp)
 		}
@@ -109,7 +110,7 @@ func TestToolInvocation(t *testing.T) {
 
 	// The connector marks a tool unavailable: descriptor pushed, calls refused.
 	h, _ := f.Server.Channel(ch)
-	if err := h.SetToolAvailability(ctx, connectortest.ToolEcho, connector.ToolAvailability{
+	if err := h.SetToolAvailability(ctx, sdkfixture.ToolEcho, connector.ToolAvailability{
 		Status: protocol.ToolDeniedByTarget, Permission: protocol.PermissionDenied, Reason: "blocked"}); err != nil {
 		t.Fatal(err)
 	}
@@ -117,23 +118,23 @@ func TestToolInvocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := decode[protocol.DescriptorPayload](t, push).ConnectionDescriptor.ToolState(connectortest.ToolEcho); st.Status != protocol.ToolDeniedByTarget {
+	if st, _ := decode[protocol.DescriptorPayload](t, push).ConnectionDescriptor.ToolState(sdkfixture.ToolEcho); st.Status != protocol.ToolDeniedByTarget {
 		t.Fatalf("pushed tool state %+v", st)
 	}
-	wantCode(t, invoke(t, c, ch, connectortest.ToolEcho, arg(`"text":"x"`), ""), protocol.TypeToolInvokeAck, protocol.CodeConnectorChannelUnavailable)
+	wantCode(t, invoke(t, c, ch, sdkfixture.ToolEcho, arg(`"text":"x"`), ""), protocol.TypeToolInvokeAck, protocol.CodeConnectorChannelUnavailable)
 	checkWire(t, c)
 }
 
 func TestToolProfileNotNegotiated(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{Profiles: []protocol.Profile{protocol.ProfileIMv2, protocol.ProfileIMv1}})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{Profiles: []protocol.Profile{protocol.ProfileIMv2, protocol.ProfileIMv1}})
 	ctx := testCtx(t)
 	c, err := connectortest.Dial(ctx, f.URL, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Hello(ctx, protocol.HelloPayload{ConnectorCardID: connectortest.FixtureCardID, ProtocolVersion: "3.0",
+	if _, err := c.Hello(ctx, protocol.HelloPayload{ConnectorCardID: sdkfixture.FixtureCardID, ProtocolVersion: "3.0",
 		SupportedProfiles: []protocol.Profile{protocol.ProfileIMv1}}); err != nil {
 		t.Fatal(err)
 	}
@@ -145,11 +146,11 @@ func TestToolProfileNotNegotiated(t *testing.T) {
 	if len(d.Connection.Profiles) != 1 || d.Connection.Profiles[0] != protocol.ProfileIMv1 {
 		t.Fatalf("profiles %v", d.Connection.Profiles)
 	}
-	if st, _ := d.ToolState(connectortest.ToolIMv2Only); st == nil || st.Status != protocol.ToolNotSupported {
+	if st, _ := d.ToolState(sdkfixture.ToolIMv2Only); st == nil || st.Status != protocol.ToolNotSupported {
 		t.Fatalf("im v2 tool state %+v", st)
 	}
 	openSignedOn(t, c, ack.ConnectorChannelID)
-	wantCode(t, invoke(t, c, ack.ConnectorChannelID, connectortest.ToolIMv2Only, `{"connector_channel_id":"`+ack.ConnectorChannelID+`"}`, ""),
+	wantCode(t, invoke(t, c, ack.ConnectorChannelID, sdkfixture.ToolIMv2Only, `{"connector_channel_id":"`+ack.ConnectorChannelID+`"}`, ""),
 		protocol.TypeToolInvokeAck, protocol.CodeConnectorChannelUnavailable)
 	// chat.message is an IM v2 packet: not negotiated here, dropped silently.
 	msg, _ := connectortest.Packet(protocol.TypeChatMessage, ack.ConnectorChannelID, protocol.ChatMessagePayload{MessageID: "m1", Text: "hi"})

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -66,7 +66,7 @@ func getRef(t *testing.T, base, ref, ch, key string) *http.Response {
 func TestTransferPlane(t *testing.T) {
 	t.Parallel()
 	const key = "system-key-abcdef"
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{APIKey: key, Adjust: func(o *connector.Options) {
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{APIKey: key, Adjust: func(o *connector.Options) {
 		o.MaxUploadBytes = 1024
 		o.FileTTL = 400 * time.Millisecond
 		o.SweepInterval = 50 * time.Millisecond
@@ -119,7 +119,7 @@ func TestTransferPlane(t *testing.T) {
 	// Expired: 404, and the sweeper deletes the record.
 	eventually(t, "file expiry", func() bool { return status(t, getRef(t, f.URL, up.FileRef, ch, key)) == http.StatusNotFound })
 	eventually(t, "sweeper", func() bool {
-		_, err := f.Store.GetFile(ctx, connectortest.FixtureCardID, up.FileRef)
+		_, err := f.Store.GetFile(ctx, sdkfixture.FixtureCardID, up.FileRef)
 		return err != nil
 	})
 }

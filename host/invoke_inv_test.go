@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 )
 
 // BenchmarkInvokeSDK measures Host.Invoke against the connector SDK over a
@@ -14,14 +14,14 @@ import (
 //
 //	go test -run '^$' -bench InvokeSDK -memprofile mem.out ./host
 func BenchmarkInvokeSDK(b *testing.B) {
-	fx := connectortest.StartFixture(b, connectortest.FixtureOptions{APIKey: sdkKey})
+	fx := sdkfixture.StartFixture(b, sdkfixture.FixtureOptions{APIKey: sdkKey})
 	th := newTestHost(b, "", nil)
 	c, err := th.Admit(ctxT(b), fx.URL, sdkKey)
 	if err != nil {
 		b.Fatalf("Admit: %v", err)
 	}
 	eventually(b, "online", func() bool { s, _ := th.Connector(c.CardID); return s.Link == LinkOnline })
-	s, err := th.Connect(ctxT(b), "ann", connectortest.FixtureCardID, connectortest.FlowTokenForm,
+	s, err := th.Connect(ctxT(b), "ann", sdkfixture.FixtureCardID, sdkfixture.FlowTokenForm,
 		map[string]string{"token": "good-token-value", "name": "Ann"})
 	if err != nil {
 		b.Fatalf("Connect: %v", err)
@@ -35,7 +35,7 @@ func BenchmarkInvokeSDK(b *testing.B) {
 	b.SetParallelism(16)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := th.Invoke(ctx, "ann", "", connectortest.ToolEcho, args, ""); err != nil {
+			if _, err := th.Invoke(ctx, "ann", "", sdkfixture.ToolEcho, args, ""); err != nil {
 				b.Error(err)
 				return
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -41,7 +42,7 @@ func (s *syncBuf) String() string {
 
 func sdkSignin(t *testing.T, th *testHost, user string) (string, *Signin) {
 	t.Helper()
-	s, err := th.Connect(ctxT(t), user, connectortest.FixtureCardID, connectortest.FlowTokenForm,
+	s, err := th.Connect(ctxT(t), user, sdkfixture.FixtureCardID, sdkfixture.FlowTokenForm,
 		map[string]string{"token": "good-token-value", "name": "Ann"})
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
@@ -55,7 +56,7 @@ func sdkSignin(t *testing.T, th *testHost, user string) (string, *Signin) {
 
 func TestSDKEndToEnd(t *testing.T) {
 	t.Parallel()
-	fx := connectortest.StartFixture(t, connectortest.FixtureOptions{APIKey: sdkKey})
+	fx := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{APIKey: sdkKey})
 	logs := &syncBuf{}
 	agent := &countingAgent{}
 	var packets syncBuf
@@ -72,7 +73,7 @@ func TestSDKEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Admit: %v", err)
 	}
-	if c.CardID != connectortest.FixtureCardID || len(c.Skill) == 0 {
+	if c.CardID != sdkfixture.FixtureCardID || len(c.Skill) == 0 {
 		t.Fatalf("connector = %+v", c)
 	}
 	eventually(t, "online", func() bool { s, _ := th.Connector(c.CardID); return s.Link == LinkOnline })
@@ -90,24 +91,24 @@ func TestSDKEndToEnd(t *testing.T) {
 	for _, d := range defs {
 		names[d.Name] = true
 	}
-	if !names[connectortest.ToolEcho] || !names[connectortest.ToolSum] {
+	if !names[sdkfixture.ToolEcho] || !names[sdkfixture.ToolSum] {
 		t.Fatalf("projected tools: %v", names)
 	}
-	res, err := th.Invoke(ctx, "ann", "", connectortest.ToolEcho,
+	res, err := th.Invoke(ctx, "ann", "", sdkfixture.ToolEcho,
 		json.RawMessage(`{"connector_channel_id":"cch_not_this_one","text":"hi"}`), "call-1")
 	if err != nil {
 		t.Fatalf("Invoke: %v", err)
 	}
-	var echo connectortest.EchoOut
+	var echo sdkfixture.EchoOut
 	_ = json.Unmarshal(res.Output, &echo)
 	if echo.Echo != "hi" || echo.Channel != uc.ChannelID {
 		t.Fatalf("echo = %+v (channel %s)", echo, uc.ChannelID)
 	}
-	if _, err := th.Invoke(ctx, "ann", "", connectortest.ToolSum, json.RawMessage(`{"connector_channel_id":"x","a":"no"}`), "call-2"); code(err) != protocol.CodeInvalidArguments {
+	if _, err := th.Invoke(ctx, "ann", "", sdkfixture.ToolSum, json.RawMessage(`{"connector_channel_id":"x","a":"no"}`), "call-2"); code(err) != protocol.CodeInvalidArguments {
 		t.Fatalf("bad arguments: %v", err)
 	}
 	var progress atomic.Int32
-	if _, err := th.Invoke(ctx, "ann", "", connectortest.ToolProgress, json.RawMessage(`{"connector_channel_id":"x"}`), "call-3",
+	if _, err := th.Invoke(ctx, "ann", "", sdkfixture.ToolProgress, json.RawMessage(`{"connector_channel_id":"x"}`), "call-3",
 		WithProgress(func(*protocol.ToolProgressPayload) { progress.Add(1) })); err != nil {
 		t.Fatalf("progress tool: %v", err)
 	}
@@ -190,13 +191,13 @@ func TestSDKEndToEnd(t *testing.T) {
 
 func TestSDKQRSignin(t *testing.T) {
 	t.Parallel()
-	fx := connectortest.StartFixture(t, connectortest.FixtureOptions{APIKey: sdkKey})
+	fx := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{APIKey: sdkKey})
 	th := newTestHost(t, "", nil)
 	if _, err := th.Admit(ctxT(t), fx.URL, sdkKey); err != nil {
 		t.Fatal(err)
 	}
 	ctx := ctxT(t)
-	s, err := th.Connect(ctx, "bo", connectortest.FixtureCardID, connectortest.FlowQR, nil)
+	s, err := th.Connect(ctx, "bo", sdkfixture.FixtureCardID, sdkfixture.FlowQR, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,8 +227,8 @@ func TestSDKRestartsDeliverPendingOnce(t *testing.T) {
 	t.Parallel()
 	st := connectortest.NewStore(t)
 	dataDir := t.TempDir()
-	fx1 := connectortest.StartFixture(t, connectortest.FixtureOptions{APIKey: sdkKey, Store: st, DataDir: dataDir})
-	var current atomic.Pointer[connectortest.Fixture]
+	fx1 := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{APIKey: sdkKey, Store: st, DataDir: dataDir})
+	var current atomic.Pointer[sdkfixture.Fixture]
 	current.Store(fx1)
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		current.Load().Server.ServeHTTP(w, r)
@@ -253,7 +254,7 @@ func TestSDKRestartsDeliverPendingOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The connector restarts: a new server instance on the same store.
-	fx2 := connectortest.StartFixture(t, connectortest.FixtureOptions{APIKey: sdkKey, Store: st, DataDir: dataDir})
+	fx2 := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{APIKey: sdkKey, Store: st, DataDir: dataDir})
 	current.Store(fx2)
 	fx1.Close()
 
@@ -271,7 +272,7 @@ func TestSDKRestartsDeliverPendingOnce(t *testing.T) {
 	if got.ChannelID != uc.ChannelID || !got.Authenticated {
 		t.Fatalf("channel after restarts: %+v", got)
 	}
-	c, _ := th2.Connector(connectortest.FixtureCardID)
+	c, _ := th2.Connector(sdkfixture.FixtureCardID)
 	if c.ConnectorID == "" {
 		t.Fatal("no connector id")
 	}
@@ -279,8 +280,8 @@ func TestSDKRestartsDeliverPendingOnce(t *testing.T) {
 
 func TestSDKNewConnectorIDReplacesClient(t *testing.T) {
 	t.Parallel()
-	fx1 := connectortest.StartFixture(t, connectortest.FixtureOptions{APIKey: sdkKey})
-	var current atomic.Pointer[connectortest.Fixture]
+	fx1 := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{APIKey: sdkKey})
+	var current atomic.Pointer[sdkfixture.Fixture]
 	current.Store(fx1)
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		current.Load().Server.ServeHTTP(w, r)
@@ -291,14 +292,14 @@ func TestSDKNewConnectorIDReplacesClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	ucID, _ := sdkSignin(t, th, "di")
-	before, _ := th.Connector(connectortest.FixtureCardID)
-	eventually(t, "connector id", func() bool { c, _ := th.Connector(connectortest.FixtureCardID); before = c; return c.ConnectorID != "" })
+	before, _ := th.Connector(sdkfixture.FixtureCardID)
+	eventually(t, "connector id", func() bool { c, _ := th.Connector(sdkfixture.FixtureCardID); before = c; return c.ConnectorID != "" })
 
-	fx2 := connectortest.StartFixture(t, connectortest.FixtureOptions{APIKey: sdkKey}) // fresh state
+	fx2 := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{APIKey: sdkKey}) // fresh state
 	current.Store(fx2)
 	fx1.Close()
 	eventually(t, "new connector id", func() bool {
-		c, _ := th.Connector(connectortest.FixtureCardID)
+		c, _ := th.Connector(sdkfixture.FixtureCardID)
 		return c.ConnectorID != before.ConnectorID && c.Link == LinkOnline
 	})
 	all, _ := th.db.ListCatalog(ctxT(t))
@@ -310,7 +311,7 @@ func TestSDKNewConnectorIDReplacesClient(t *testing.T) {
 		got, _ := th.db.GetUserChannel(ctxT(t), ucID)
 		return !got.Authenticated
 	})
-	if _, err := th.Invoke(ctxT(t), "di", "", connectortest.ToolEcho, json.RawMessage(`{"text":"x"}`), "c"); err == nil {
+	if _, err := th.Invoke(ctxT(t), "di", "", sdkfixture.ToolEcho, json.RawMessage(`{"text":"x"}`), "c"); err == nil {
 		t.Fatal("a tool ran on a channel the new instance does not know")
 	}
 }

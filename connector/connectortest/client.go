@@ -16,13 +16,19 @@ import (
 	"github.com/xconn/xconn/protocol"
 )
 
-// DefaultPushBuffer bounds the unmatched packets a Client keeps.
+// DefaultPushBuffer bounds the unmatched packets a Client keeps; when the
+// queue is full, newer packets are dropped.
 const DefaultPushBuffer = 1024
 
-// Client is a minimal xAgent-side data-plane client for tests: it sends
-// requests and matches answers by request_id (or reply_to for chat
-// messages); every other inbound packet is queued for [Client.Next]. Safe
-// for concurrent use. Close it to stop its goroutines.
+// Client is the xAgent side of one data-plane WebSocket, as a host speaks
+// it: it sends requests and matches answers by request_id (or reply_to, for
+// packets without one); every other inbound packet (pushes, chat messages,
+// error packets) is queued, in arrival order, for [Client.Next],
+// [Client.NextOfType] and [Client.ExpectMessage].
+//
+// Make one with [Connect] (Card, dial and hello in one call) or [Dial];
+// Close it to end the connection and stop its goroutine. All methods are
+// safe for concurrent use.
 type Client struct {
 	conn *wsconn.Conn
 	done chan struct{}
@@ -30,15 +36,17 @@ type Client struct {
 
 	mu         sync.Mutex
 	pending    map[string]chan *protocol.Envelope
-	pushes     chan *protocol.Envelope
-	transcript []string // every inbound frame, bounded by MaxTranscript
+	queue      []*protocol.Envelope // unmatched packets, oldest first, at most DefaultPushBuffer
+	changed    chan struct{}        // closed and replaced when queue grows
+	transcript []string             // every inbound frame, bounded by MaxTranscript
 }
 
 // MaxTranscript bounds the inbound frames a Client remembers.
 const MaxTranscript = 10000
 
 // Dial connects to the /ws endpoint under baseURL (http:// or https://)
-// with the optional system API key.
+// with the optional system API key (sent as a Bearer token). The next step
+// is [Client.Hello]; [Connect] does both.
 func Dial(ctx context.Context, baseURL, apiKey string) (*Client, error) {
 	u := strings.TrimRight(baseURL, "/") + protocol.PathWS
 	u = "ws" + strings.TrimPrefix(u, "http")
@@ -51,9 +59,12 @@ func Dial(ctx context.Context, baseURL, apiKey string) (*Client, error) {
 		return nil, fmt.Errorf("connectortest: dial: %w", err)
 	}
 	c := &Client{conn: conn, done: make(chan struct{}), pending: map[string]chan *protocol.Envelope{},
-		pushes: make(chan *protocol.Envelope, DefaultPushBuffer)}
+		changed: make(chan struct{})}
 	go func() {
-		c.err = conn.Run(context.Background(), c.onFrame)
+		err := conn.Run(context.Background(), c.onFrame)
+		c.mu.Lock()
+		c.err = err
+		c.mu.Unlock()
 		close(c.done)
 	}()
 	return c, nil
@@ -74,21 +85,61 @@ func (c *Client) onFrame(env *protocol.Envelope, raw []byte, err error) {
 	} else if w, ok := c.pending["pkt:"+env.ReplyTo]; ok && env.ReplyTo != "" {
 		ch = w
 	}
-	c.mu.Unlock()
-	if ch != nil {
-		select {
-		case ch <- env:
-		default:
+	if ch == nil {
+		if len(c.queue) < DefaultPushBuffer {
+			c.queue = append(c.queue, env)
+			close(c.changed)
+			c.changed = make(chan struct{})
 		}
+		c.mu.Unlock()
 		return
 	}
+	c.mu.Unlock()
 	select {
-	case c.pushes <- env:
+	case ch <- env:
 	default:
 	}
 }
 
-// Packet builds an envelope of type typ on channel with payload.
+// take removes and returns the oldest queued packet for which match
+// reports true, waiting until one arrives, ctx ends or the connection has
+// ended with nothing left to match.
+func (c *Client) take(ctx context.Context, match func(*protocol.Envelope) bool) (*protocol.Envelope, error) {
+	for {
+		c.mu.Lock()
+		for i, env := range c.queue {
+			if match(env) {
+				c.queue = append(c.queue[:i], c.queue[i+1:]...)
+				c.mu.Unlock()
+				return env, nil
+			}
+		}
+		changed := c.changed
+		c.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.done:
+			// Frames read before the end are queued before done closes:
+			// look once more, then give up.
+			c.mu.Lock()
+			for i, env := range c.queue {
+				if match(env) {
+					c.queue = append(c.queue[:i], c.queue[i+1:]...)
+					c.mu.Unlock()
+					return env, nil
+				}
+			}
+			c.mu.Unlock()
+			return nil, fmt.Errorf("connectortest: connection closed: %w", c.closeErr())
+		}
+	}
+}
+
+// Packet builds an envelope of type typ on channel ("" for none) with a
+// fresh packet_id, the current time and payload (nil for none), to send with
+// [Client.Send] or [Client.RoundTrip].
 func Packet(typ, channel string, payload any) (*protocol.Envelope, error) {
 	env := &protocol.Envelope{Schema: protocol.PacketSchema, PacketID: signurl.RandomID("pkt_"),
 		ConnectorChannelID: channel, Type: typ, Time: time.Now().UnixMilli()}
@@ -150,18 +201,16 @@ func (c *Client) RoundTrip(ctx context.Context, env *protocol.Envelope) (*protoc
 	}
 }
 
-// Next returns the next packet that answered no request (pushes, chat
-// messages, error packets), waiting until ctx ends.
+// Next removes and returns the oldest queued packet that answered no
+// request (pushes, chat messages, error packets), waiting until one arrives,
+// ctx ends or the connection has ended.
 func (c *Client) Next(ctx context.Context) (*protocol.Envelope, error) {
-	select {
-	case env := <-c.pushes:
-		return env, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return c.take(ctx, func(*protocol.Envelope) bool { return true })
 }
 
-// NextOfType skips packets until one of type typ arrives.
+// NextOfType discards queued packets until one of type typ arrives and
+// returns it. To wait for a packet without discarding the others, use
+// [Client.ExpectMessage] (chat messages) or [Client.NextMatch].
 func (c *Client) NextOfType(ctx context.Context, typ string) (*protocol.Envelope, error) {
 	for {
 		env, err := c.Next(ctx)
@@ -174,8 +223,16 @@ func (c *Client) NextOfType(ctx context.Context, typ string) (*protocol.Envelope
 	}
 }
 
+// NextMatch removes and returns the oldest queued packet for which match
+// reports true, leaving every other packet queued, waiting until one arrives,
+// ctx ends or the connection has ended.
+func (c *Client) NextMatch(ctx context.Context, match func(*protocol.Envelope) bool) (*protocol.Envelope, error) {
+	return c.take(ctx, match)
+}
+
 // Hello sends connector.hello and returns the ack, or the error packet's
-// error as a *protocol.Error.
+// error as a *protocol.Error. The connector closes the socket (1008) after
+// a refused hello.
 func (c *Client) Hello(ctx context.Context, p protocol.HelloPayload) (*protocol.HelloAckPayload, error) {
 	env, err := c.Request(ctx, protocol.TypeHello, "", p)
 	if err != nil {
@@ -191,8 +248,10 @@ func (c *Client) Hello(ctx context.Context, p protocol.HelloPayload) (*protocol.
 	return &ack, nil
 }
 
-// Open sends channel.open (id "" for a new channel) and returns the ack
-// payload.
+// Open sends channel.open (id "" for a new channel, or an id the connector
+// assigned earlier to reopen it) and returns the ack: the channel's
+// connector_channel_id and its Connection Descriptor. A refusal is returned
+// as a *protocol.Error.
 func (c *Client) Open(ctx context.Context, id string) (*protocol.ChannelOpenAckPayload, error) {
 	env, err := c.Request(ctx, protocol.TypeChannelOpen, id, protocol.EmptyPayload{})
 	if err != nil {
@@ -208,7 +267,8 @@ func (c *Client) Open(ctx context.Context, id string) (*protocol.ChannelOpenAckP
 	return &ack, nil
 }
 
-// AckError returns the envelope error of env as a *protocol.Error, or nil.
+// AckError returns the envelope error of env as a *protocol.Error, or nil
+// when env carries none.
 func AckError(env *protocol.Envelope) error {
 	if env.Error != nil {
 		return protocol.ErrorFromWire(env.Error)
@@ -233,13 +293,16 @@ func (c *Client) CloseStatus() websocket.StatusCode {
 }
 
 func (c *Client) closeErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.err == nil {
 		return errors.New("closed")
 	}
 	return c.err
 }
 
-// Close closes the connection normally and waits for its goroutines.
+// Close closes the connection normally (1000) and waits for its goroutines.
+// Calling it again is harmless.
 func (c *Client) Close() error {
 	err := c.conn.Close(websocket.StatusNormalClosure, "")
 	<-c.done

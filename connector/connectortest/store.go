@@ -8,8 +8,9 @@ import (
 	"github.com/xconn/xconn/store"
 )
 
-// NewStore opens a SQLite store in a test directory and closes it when the
-// test ends.
+// NewStore opens a SQLite store (the SDK's default, one file) in
+// tb.TempDir(), for connector.Options.Store, and closes it when the test
+// ends. Each call returns a fresh, empty store.
 func NewStore(tb testing.TB) *store.DB {
 	tb.Helper()
 	dir := tb.TempDir()

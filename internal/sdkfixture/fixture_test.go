@@ -1,4 +1,4 @@
-package connectortest_test
+package sdkfixture_test
 
 import (
 	"context"
@@ -7,14 +7,14 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestFixtureRoundTrip(t *testing.T) {
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	c, id := f.Connect(t, "")
 	if id == "" {
 		t.Fatal("no connector_id")
@@ -25,7 +25,7 @@ func TestFixtureRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := connectortest.SignIn(ctx, c, ack.ConnectorChannelID, "Ann")
+	st, err := sdkfixture.SignIn(ctx, c, ack.ConnectorChannelID, "Ann")
 	if err != nil || st.Status != protocol.AuthAuthenticated {
 		t.Fatalf("sign in %v %+v", err, st)
 	}

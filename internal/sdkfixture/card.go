@@ -1,4 +1,4 @@
-package connectortest
+package sdkfixture
 
 import (
 	"github.com/xconn/xconn/protocol"

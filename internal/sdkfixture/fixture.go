@@ -1,4 +1,10 @@
-package connectortest
+// Package sdkfixture is the SDK's own test fixture: an in-process connector
+// on package connector that exercises every part of the SDK (typed and raw
+// tools, form and QR sign-in, IM v2 handlers, files, progress, secrets in
+// errors) behind an httptest server, with a recording fake target. It is
+// used by the tests of connector and host; it is not part of the public
+// kit (see package connectortest) and is free to change with those tests.
+package sdkfixture
 
 import (
 	"bytes"
@@ -14,6 +20,7 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector"
+	"github.com/xconn/xconn/connector/connectortest"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
 )
@@ -167,7 +174,7 @@ type FileIn struct {
 func StartFixture(tb testing.TB, o FixtureOptions) *Fixture {
 	tb.Helper()
 	if o.Store == nil {
-		o.Store = NewStore(tb)
+		o.Store = connectortest.NewStore(tb)
 	}
 	if o.DataDir == "" {
 		o.DataDir = tb.TempDir()
@@ -400,11 +407,11 @@ func cardHas(profiles []protocol.Profile, p protocol.Profile) bool {
 // Connect dials the fixture, completes hello with the Card's profiles and
 // returns the client and the issued connector_id. The client is closed when
 // the test ends.
-func (f *Fixture) Connect(tb testing.TB, connectorID string) (*Client, string) {
+func (f *Fixture) Connect(tb testing.TB, connectorID string) (*connectortest.Client, string) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, f.URL, f.Opts.APIKey)
+	c, err := connectortest.Dial(ctx, f.URL, f.Opts.APIKey)
 	if err != nil {
 		tb.Fatalf("dial: %v", err)
 	}
@@ -421,19 +428,8 @@ func (f *Fixture) Connect(tb testing.TB, connectorID string) (*Client, string) {
 	return c, ack.ConnectorID
 }
 
-// SignIn runs the token form flow on an open channel and returns the ack.
-func SignIn(ctx context.Context, c *Client, channel, name string) (*protocol.AuthStatePayload, error) {
-	env, err := c.Request(ctx, protocol.TypeAuthStart, channel, map[string]any{
-		"flow_id": FlowTokenForm, "input": map[string]string{"token": "good-token-value", "name": name}})
-	if err != nil {
-		return nil, err
-	}
-	if err := AckError(env); err != nil {
-		return nil, err
-	}
-	var p protocol.AuthStatePayload
-	if err := env.DecodePayload(&p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+// SignIn runs the token form flow on an open channel and returns the
+// authenticated state.
+func SignIn(ctx context.Context, c *connectortest.Client, channel, name string) (*protocol.AuthStatePayload, error) {
+	return c.SignInForm(ctx, channel, FlowTokenForm, map[string]string{"token": "good-token-value", "name": name})
 }
