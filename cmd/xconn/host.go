@@ -16,9 +16,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/host"
 	"github.com/xconn/xconn/internal/qr"
-	"github.com/xconn/xconn/internal/redact"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
 )
@@ -109,12 +109,12 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 	}
 	defer db.Close()
 
-	secrets := redact.NewSecrets(0)
+	secrets := connector.NewRedactor(0)
 	secrets.Add(f.apiKey)
 	for _, v := range inputs {
 		secrets.Add(v)
 	}
-	logger := slog.New(redact.NewHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}), secrets))
+	logger := slog.New(connector.NewRedactingHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}), secrets))
 	out := &lineWriter{w: stdout}
 	h, err := host.New(host.Options{
 		Store: db, Delivery: db, Agent: agent, Logger: logger,
@@ -160,7 +160,7 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 
 // ensureChannel reuses the user's authenticated channel, signs a stored
 // one in again, or signs in anew.
-func ensureChannel(ctx context.Context, h *host.Host, c *host.Connector, f hostFlags, inputs map[string]string, out *lineWriter, secrets *redact.Secrets) (store.UserChannel, error) {
+func ensureChannel(ctx context.Context, h *host.Host, c *host.Connector, f hostFlags, inputs map[string]string, out *lineWriter, secrets *connector.Redactor) (store.UserChannel, error) {
 	ucs, err := h.Channels(ctx, f.userID, c.CardID)
 	if err != nil {
 		return store.UserChannel{}, err

@@ -4,7 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"github.com/xconn/xconn/internal/buildinfo"
+
+	"github.com/xconn/xconn/connector"
 )
 
 func newRootCmd() *cobra.Command {
@@ -32,7 +33,7 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print build metadata",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in := buildinfo.Get()
+			in := connector.BuildInfo()
 			fmt.Fprintf(cmd.OutOrStdout(), "xconn %s (tag %s, rev %s, built %s)\n", in.Version, in.GitTag, in.GitRev, in.BuildTime)
 			return nil
 		},

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connectors/webchat"
-	"github.com/xconn/xconn/internal/redact"
 	"github.com/xconn/xconn/store"
 )
 
@@ -109,7 +109,7 @@ listener or on --public-listen. State lives in --data (SQLite) or --store.`,
 // serveLogger returns a text logger whose secrets are redacted.
 func serveLogger(w io.Writer, level slog.Level) *slog.Logger {
 	h := slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
-	return slog.New(redact.NewHandler(h, nil))
+	return slog.New(connector.NewRedactingHandler(h, nil))
 }
 
 // webchatRuntime is a running web chat connector with its listeners and

@@ -3,7 +3,7 @@ package webchat
 import (
 	_ "embed"
 
-	"github.com/xconn/xconn/internal/buildinfo"
+	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -40,11 +40,10 @@ func Skill() []byte { return append([]byte(nil), skillMD...) }
 // injects connector_channel_id into tool schemas and sets
 // security.api_key_required. It returns a new value on each call.
 func Card() *protocol.Card {
-	bi := buildinfo.Get()
 	return &protocol.Card{
 		Schema:          protocol.CardSchema,
 		ProtocolVersion: protocol.ProtocolVersion,
-		Build:           protocol.Build{Version: bi.Version, GitTag: bi.GitTag, GitRev: bi.GitRev, BuildTime: bi.BuildTime},
+		Build:           connector.BuildInfo(),
 		ConnectorCardID: CardID,
 		Connector: protocol.CardInfo{
 			Name:        "xconn Web Chat",

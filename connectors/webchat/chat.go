@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/internal/signurl"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -23,7 +22,7 @@ func (c *Connector) postUserMessage(ctx context.Context, channel, text string, f
 		return MessageEvent{}, errChannelGone
 	}
 	now := time.Now()
-	msg := connector.UserMessage{MessageID: signurl.RandomID("wcm_"), Text: text, CreatedAt: now}
+	msg := connector.UserMessage{MessageID: connector.NewID("wcm_"), Text: text, CreatedAt: now}
 	ev := MessageEvent{MessageID: msg.MessageID, From: "user", Text: text, CreatedAt: now.UnixMilli()}
 	if file != nil {
 		body := bufio.NewReaderSize(file.Body, 512)
@@ -146,7 +145,7 @@ func (c *Connector) sendTool(_ context.Context, call *connector.Call, in SendInp
 	if len(text) > DefaultMaxTextBytes {
 		return SendResult{}, protocol.Errorf(protocol.CodeInvalidArguments, "text longer than %d bytes", DefaultMaxTextBytes)
 	}
-	id := signurl.RandomID("wcm_")
+	id := connector.NewID("wcm_")
 	e, err := newEvent(EventMessage, MessageEvent{MessageID: id, From: "assistant", Text: text, CreatedAt: time.Now().UnixMilli()})
 	if err != nil {
 		return SendResult{}, fmt.Errorf("webchat: encode message: %w", err)

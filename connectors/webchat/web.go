@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xconn/xconn/internal/signurl"
+	"github.com/xconn/xconn/connector"
 )
 
 // Defaults of the web side.
@@ -126,7 +126,7 @@ func (w *webSide) cookieID(r *http.Request) string {
 			return c.Value
 		}
 	}
-	return signurl.RandomID("wcs_")
+	return connector.NewID("wcs_")
 }
 
 // bindSession binds channel (for room, "" = home) to the session of cookie
