@@ -205,8 +205,11 @@ func (s *Server) sendChat(ctx context.Context, e delivery.Entry) error {
 	}
 }
 
-// sendPush is the IM v1 outbox's SendFunc: message.push has no ack, so a
-// write into an open, IM v1 connection ends the entry's responsibility.
+// sendPush is the IM v1 outbox's SendFunc. message.push has no ack: the
+// entry is delivered once its frame is written to the socket of an open,
+// IM v1 connection (IM v1 section 7.1), not when it is queued for the
+// socket's writer. A socket that dies first, or a write that does not
+// happen within AckTimeout, keeps the entry for a later attempt.
 func (s *Server) sendPush(ctx context.Context, e delivery.Entry) error {
 	sess, err := s.openSession(e.Channel, protocol.ProfileIMv1)
 	if err != nil {
@@ -214,10 +217,44 @@ func (s *Server) sendPush(ctx context.Context, e delivery.Entry) error {
 	}
 	env := sess.newPacket(protocol.TypeMessagePush, e.Channel)
 	env.Payload = e.Payload
-	if err := sess.send(ctx, env); err != nil {
+	frame, err := env.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("connector: encode message.push: %w", err)
+	}
+	var fw *frameWatch
+	if sess.watch != nil {
+		fw = sess.watch.add(env.PacketID, frame)
+	}
+	if fw == nil { // not watchable (see writeWatch): queued is all we can know
+		s.log.Debug("connector: message.push completes when queued", "channel", e.Channel)
+		if err := sess.sendFrame(ctx, env.Type, frame); err != nil {
+			return &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: "connection closed", Retryable: true}
+		}
+		return nil
+	}
+	defer sess.watch.remove(fw)
+	if err := sess.sendFrame(ctx, env.Type, frame); err != nil {
 		return &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: "connection closed", Retryable: true}
 	}
-	return nil
+	timer := time.NewTimer(s.opts.AckTimeout)
+	defer timer.Stop()
+	var failed error
+	select {
+	case <-fw.done:
+		return nil
+	case <-timer.C:
+		failed = &protocol.Error{Code: protocol.CodeChannelBusy, Message: "message.push not written within the ack timeout", Retryable: true}
+	case <-sess.ctx.Done():
+		failed = &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: "connection closed before message.push was written", Retryable: true}
+	case <-ctx.Done():
+		failed = fmt.Errorf("connector: waiting for the write of message.push: %w", ctx.Err())
+	}
+	select {
+	case <-fw.done: // written after all: it is delivered
+		return nil
+	default:
+		return failed
+	}
 }
 
 // resumeDelivery makes a reopened channel's pending messages due now.

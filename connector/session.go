@@ -1,10 +1,14 @@
 package connector
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -31,6 +35,7 @@ type session struct {
 	wg     sync.WaitGroup
 
 	helloDone atomic.Bool
+	watch     *writeWatch    // reports frames written to the socket; nil when unavailable
 	idPrefix  string         // "pkt_" and a random part, unique per socket
 	idSeq     atomic.Uint64  // numbers the packets this socket sends
 	timers    timerpool.Pool // stopped *time.Timer for tool call timeouts
@@ -86,6 +91,11 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	defer s.wg.Done()
 
+	var watch *writeWatch
+	if s.card.DeclaresProfile(protocol.ProfileIMv1) && canHijack(w) {
+		ww := &watchWriter{ResponseWriter: w}
+		w, watch = ww, &ww.watch
+	}
 	conn, err := wsconn.Accept(w, r, wsconn.Options{
 		ReadLimit: s.opts.MaxFrameBytes, SendQueue: s.opts.SendQueue, Logger: s.log,
 	})
@@ -93,9 +103,13 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		s.log.Debug("connector: websocket accept failed", "err", err)
 		return
 	}
+	if watch != nil && !watch.usable() {
+		watch = nil
+		s.log.Debug("connector: frames of this socket cannot be watched; message.push completes when queued")
+	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	sess := &session{
-		srv: s, conn: conn, ctx: ctx, cancel: cancel,
+		srv: s, conn: conn, ctx: ctx, cancel: cancel, watch: watch,
 		idPrefix: signurl.RandomID("pkt_")[:16] + "_", // 60 random bits
 		sem:      make(chan struct{}, s.opts.Workers),
 		pings:    make(chan *protocol.Envelope, pingQueue),
@@ -351,14 +365,20 @@ func (sess *session) send(ctx context.Context, env *protocol.Envelope) error {
 	// (compact, HTML-escaped), so encoding/json's second pass over the
 	// frame would copy it unchanged.
 	frame, err := env.MarshalJSON()
-	if err == nil {
-		err = sess.conn.SendRaw(ctx, frame)
-	}
 	if err != nil {
 		sess.srv.log.Debug("connector: send failed", "type", env.Type, "err", err)
 		return err
 	}
-	sess.srv.metrics.packetOut(env.Type)
+	return sess.sendFrame(ctx, env.Type, frame)
+}
+
+// sendFrame queues an encoded packet of type typ for the writer, like send.
+func (sess *session) sendFrame(ctx context.Context, typ string, frame []byte) error {
+	if err := sess.conn.SendRaw(ctx, frame); err != nil {
+		sess.srv.log.Debug("connector: send failed", "type", typ, "err", err)
+		return err
+	}
+	sess.srv.metrics.packetOut(typ)
 	return nil
 }
 
@@ -411,4 +431,184 @@ func (sess *session) sendError(req *protocol.Envelope, perr *protocol.Error) {
 func (sess *session) reject(req *protocol.Envelope, perr *protocol.Error) {
 	sess.sendError(req, perr)
 	_ = sess.conn.Close(websocket.StatusPolicyViolation, string(perr.Code))
+}
+
+// Knowing when a frame was written.
+//
+// wsconn's SendRaw returns once a frame is queued for the socket's writer,
+// which writes it later (or never, when the socket dies first). A packet
+// without an ack, the IM v1 message.push, counts as delivered only once
+// written (IM v1 section 7.1: "None of the following counts as successful
+// delivery: a closed channel, a disconnected transport, a write failure"),
+// so its sender needs to see the write itself. wsconn has no such signal,
+// so the SDK puts a watchConn under the socket: serveWS hands wsconn a
+// ResponseWriter whose Hijack wraps the net.Conn that wsconn (and
+// coder/websocket above it) writes every frame to. A frame's bytes reach
+// the network unchanged (server frames are not masked and wsconn negotiates
+// no compression), and each packet carries the socket-unique packet_id
+// right after its schema, so the watch finds a watched frame by its
+// ,"packet_id":"..." member and reports it when the write that carries the
+// frame's last byte has returned without error. Only while a frame is
+// watched does a write cost more than one atomic load. Only the sockets of
+// a Card that declares IM v1 are watched: under the wrapper, wsconn's
+// corked bursts leave in one write(2) per buffer instead of one writev(2),
+// which IM v2 connectors need not pay for.
+
+// watchWriter is the ResponseWriter serveWS gives wsconn.Accept: its Hijack
+// puts a watchConn under the socket.
+type watchWriter struct {
+	http.ResponseWriter
+	watch writeWatch
+}
+
+// Hijack hijacks the underlying connection (following Unwrap like
+// http.ResponseController) and wraps it.
+func (w *watchWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	nc, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	// A negotiated permessage-deflate would hide the frames' bytes.
+	w.watch.compressed = w.Header().Get("Sec-WebSocket-Extensions") != ""
+	w.watch.hijacked = true
+	return &watchConn{Conn: nc, w: &w.watch}, brw, nil
+}
+
+// Unwrap returns the wrapped ResponseWriter (for http.ResponseController).
+func (w *watchWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// canHijack reports whether w, or a ResponseWriter it unwraps to, can be
+// hijacked (otherwise wsconn.Accept gets w as it is and refuses it).
+func canHijack(w http.ResponseWriter) bool {
+	for {
+		switch t := w.(type) {
+		case http.Hijacker:
+			return true
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return false
+		}
+	}
+}
+
+// watchConn is the socket under wsconn: it reports written frames to w.
+type watchConn struct {
+	net.Conn
+	w *writeWatch
+}
+
+func (c *watchConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if c.w.active.Load() > 0 {
+		c.w.wrote(p[:n])
+	}
+	return n, err
+}
+
+// writeWatch finds watched frames in the bytes written to a socket.
+type writeWatch struct {
+	hijacked, compressed bool // set by Hijack, before any write
+
+	active  atomic.Int32 // frames watched
+	mu      sync.Mutex
+	written int64  // bytes written while a frame is watched
+	tail    []byte // the last maxMarker-1 bytes written, for a marker split between writes
+	join    []byte // scratch: tail and the start of the next write
+	frames  []*frameWatch
+}
+
+// maxMarker bounds a frame's ,"packet_id":"..." member (a packet_id of
+// this socket is about 30 bytes).
+const maxMarker = 64
+
+// frameWatch is one watched frame.
+type frameWatch struct {
+	marker []byte        // ,"packet_id":"..." as in the frame
+	rest   int64         // bytes of the frame after the marker
+	end    int64         // offset in written where the frame ends; -1 until seen
+	done   chan struct{} // closed once the frame is written
+	closed bool
+}
+
+// usable reports whether the frames of the socket can be watched.
+func (w *writeWatch) usable() bool { return w.hijacked && !w.compressed }
+
+// add watches frame, which carries packetID and is not queued yet. It
+// returns nil when the frame does not carry the member (never for an
+// envelope encoded by protocol).
+func (w *writeWatch) add(packetID string, frame []byte) *frameWatch {
+	marker := append(append([]byte(`,"packet_id":"`), packetID...), '"')
+	i := bytes.Index(frame, marker)
+	if i < 0 || len(marker) > maxMarker {
+		return nil
+	}
+	fw := &frameWatch{marker: marker, rest: int64(len(frame) - i - len(marker)), end: -1, done: make(chan struct{})}
+	w.mu.Lock()
+	if w.active.Add(1) == 1 {
+		w.tail = w.tail[:0] // the bytes before this point cannot hold the frame
+	}
+	w.frames = append(w.frames, fw)
+	w.mu.Unlock()
+	return fw
+}
+
+// remove stops watching fw (written or given up).
+func (w *writeWatch) remove(fw *frameWatch) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, f := range w.frames {
+		if f == fw {
+			w.frames = slices.Delete(w.frames, i, i+1)
+			w.active.Add(-1)
+			return
+		}
+	}
+}
+
+// wrote records p, just written to the socket: it finds the markers of
+// watched frames (also one split between the previous write and p) and
+// reports every frame whose last byte is now written.
+func (w *writeWatch) wrote(p []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.join = w.join[:0]
+	for _, fw := range w.frames {
+		if fw.end >= 0 {
+			continue
+		}
+		at := int64(-1)
+		if len(w.tail) > 0 {
+			if len(w.join) == 0 {
+				w.join = append(append(w.join, w.tail...), p[:min(len(p), maxMarker-1)]...)
+			}
+			if i := bytes.Index(w.join, fw.marker); i >= 0 {
+				at = w.written - int64(len(w.tail)) + int64(i)
+			}
+		}
+		if at < 0 {
+			if i := bytes.Index(p, fw.marker); i >= 0 {
+				at = w.written + int64(i)
+			}
+		}
+		if at >= 0 {
+			fw.end = at + int64(len(fw.marker)) + fw.rest
+		}
+	}
+	w.written += int64(len(p))
+	for _, fw := range w.frames {
+		if !fw.closed && fw.end >= 0 && w.written >= fw.end {
+			fw.closed = true
+			close(fw.done)
+		}
+	}
+	const keep = maxMarker - 1
+	if len(p) >= keep {
+		w.tail = append(w.tail[:0], p[len(p)-keep:]...)
+		return
+	}
+	w.tail = append(w.tail, p...)
+	if drop := len(w.tail) - keep; drop > 0 {
+		w.tail = w.tail[:copy(w.tail, w.tail[drop:])]
+	}
 }
