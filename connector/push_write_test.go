@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -71,7 +72,7 @@ func (w *gateWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // the outbox and is the first one pushed after the channel is reopened.
 func TestPushDeliveredOnlyWhenWritten(t *testing.T) {
 	t.Parallel()
-	f := connectortest.StartFixture(t, connectortest.FixtureOptions{Profiles: []protocol.Profile{protocol.ProfileIMv1}})
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{Profiles: []protocol.Profile{protocol.ProfileIMv1}})
 	ctx := testCtx(t)
 	gate := newWriteGate(`"type":"message.push"`)
 	gs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -83,7 +84,7 @@ func TestPushDeliveredOnlyWhenWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
-	hello, err := a.Hello(ctx, protocol.HelloPayload{ConnectorCardID: connectortest.FixtureCardID, ProtocolVersion: protocol.ProtocolVersion,
+	hello, err := a.Hello(ctx, protocol.HelloPayload{ConnectorCardID: sdkfixture.FixtureCardID, ProtocolVersion: protocol.ProtocolVersion,
 		SupportedProfiles: []protocol.Profile{protocol.ProfileIMv1}})
 	if err != nil {
 		t.Fatal(err)
