@@ -44,7 +44,7 @@ func (s *Server) buildCard() (*protocol.Card, map[string]*argcheck.Validator, er
 		c.ProtocolVersion = protocol.ProtocolVersion
 	}
 	if c.Build.BuildTime == "" && c.Build.Version == "" && c.Build.GitRev == "" {
-		c.Build = buildBlock()
+		c.Build = BuildInfo()
 	}
 	if c.Security == nil {
 		c.Security = &protocol.Security{}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/xconn/xconn/internal/buildinfo"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -99,7 +98,7 @@ func (id Identity) card() *protocol.Card {
 	c := &protocol.Card{
 		Schema:          protocol.CardSchema,
 		ProtocolVersion: protocol.ProtocolVersion,
-		Build:           buildBlock(),
+		Build:           BuildInfo(),
 		ConnectorCardID: id.CardID,
 		Connector:       protocol.CardInfo{Name: id.Name, Version: version, Vendor: id.Vendor, Description: id.Description},
 		Supports: protocol.Supports{
@@ -112,12 +111,6 @@ func (id Identity) card() *protocol.Card {
 		Security: &protocol.Security{TrustLevel: id.TrustLevel, DataClasses: append([]string(nil), id.DataClasses...)},
 	}
 	return c
-}
-
-// buildBlock is the build block of the running binary (see BuildInfo).
-func buildBlock() protocol.Build {
-	bi := buildinfo.Get()
-	return protocol.Build{Version: bi.Version, GitTag: bi.GitTag, GitRev: bi.GitRev, BuildTime: bi.BuildTime}
 }
 
 // skillWithHeader returns the Skill to serve: md unchanged when it has
