@@ -4,15 +4,26 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"net/http/httptest"
+	"net"
 	"os"
-	"path/filepath"
-	"strings"
+	"time"
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/protocol"
-	"github.com/xconn/xconn/store"
 )
+
+// RoomLogin is the example's sign-in form: the Card's auth_flows[] entry is
+// derived from it.
+type RoomLogin struct {
+	Room       string `json:"room" label:"Room" placeholder:"lobby"`
+	AccessCode string `json:"access_code" label:"Access code" secret:"true"`
+}
+
+// RoomBinding is what a signed-in channel keeps (sealed by the SDK).
+type RoomBinding struct {
+	Room string `json:"room"`
+	Code string `json:"code" secret:"true"`
+}
 
 // SendInput is the typed input of the example's tool; its JSON Schema is
 // derived from the struct (desc tags become descriptions).
@@ -25,62 +36,61 @@ type SendResult struct {
 	Status string `json:"status"`
 }
 
-// A complete, small connector: a Card, a Skill, a form sign-in, one
-// side-effecting tool, IM v2 delivery both ways, served over HTTP.
+// exampleRoom is the per-channel client of the example: the channel's live
+// connection to its room.
+type exampleRoom struct{ name string }
+
+// A complete, small connector declared in code: identity, a typed form
+// sign-in, a per-channel client, one side-effecting tool and IM v2 delivery,
+// served with ListenAndServe's graceful shutdown.
 func Example() {
 	dir, _ := os.MkdirTemp("", "xconn-example-")
 	defer os.RemoveAll(dir)
-	ctx := context.Background()
-	db, err := store.Open(ctx, "sqlite:"+filepath.Join(dir, "xconn.db"), store.Options{DataDir: dir})
+	srv, err := connector.New(connector.Options{DataDir: dir, APIKey: "example-system-key",
+		Skill:    []byte("# Room\n\nUse room_message_send to post.\n"),
+		Identity: connector.Identity{CardID: "im.room", Name: "Room", Provider: "room", TargetType: protocol.TargetIM}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer db.Close()
-
-	card := &protocol.Card{
-		Schema: protocol.CardSchema, ProtocolVersion: protocol.ProtocolVersion,
-		Build:           protocol.Build{Version: "0.1.0", BuildTime: "2612021200"},
-		ConnectorCardID: "im.room",
-		Connector:       protocol.CardInfo{Name: "Room", Version: "0.1.0"},
-		Supports: protocol.Supports{
-			TargetTypes: []protocol.TargetType{protocol.TargetIM},
-			Targets:     []protocol.Target{{TargetType: protocol.TargetIM, Provider: "room", Label: "Room"}},
-			Profiles:    []protocol.Profile{protocol.ProfileIMv2},
-		},
-		AuthFlows: []protocol.AuthFlow{{ID: "room_login", Type: protocol.AuthFlowForm, Fields: []protocol.AuthField{
-			{Name: "room", Label: "Room", InputType: protocol.InputText, Required: true},
-			{Name: "access_code", Label: "Access code", InputType: protocol.InputPassword, Required: true, Secret: true},
-		}}},
-	}
-	skill := []byte("---\nname: connector-im-room\ndescription: Chat in a room.\n---\nUse room_message_send to post.\n")
-
-	srv, err := connector.New(connector.Options{Card: card, Skill: skill, Store: db, APIKey: "example-system-key", DataDir: dir})
-	if err != nil {
-		log.Fatal(err)
-	}
+	_ = connector.AddForm(srv, "room_login", func(ctx context.Context, ch *connector.Channel, in RoomLogin) (connector.Account[RoomBinding], error) {
+		return connector.Account[RoomBinding]{Binding: RoomBinding{Room: in.Room, Code: in.AccessCode}, DisplayName: "Room " + in.Room}, nil
+	}, connector.FlowOptions{Title: "Join a room"})
+	_ = connector.SetClient(srv, func(ctx context.Context, ch *connector.Channel, b RoomBinding) (*exampleRoom, error) {
+		return &exampleRoom{name: b.Room}, nil // dial the room; an error fails the sign-in
+	})
 	_ = connector.AddTool(srv, "room_message_send",
 		func(ctx context.Context, call *connector.Call, in SendInput) (SendResult, error) {
-			b, _ := call.Channel.Binding() // the room's target binding, never sent to xAgent
-			_ = b
+			r, err := connector.ClientOf[*exampleRoom](call.Channel)
+			if err != nil {
+				return SendResult{}, err
+			}
+			_ = r                                  // post in.Text to r.name
 			return SendResult{Status: "sent"}, nil // arguments were validated before this runs
-		}, connector.ToolOptions{Title: "Send", Description: "Post a message in the room.", Profile: protocol.ProfileIMv2, SideEffect: true})
-	_ = srv.AddAuthFlow("room_login", connector.Form(func(ctx context.Context, ch *connector.Channel, in connector.Input) (connector.Binding, error) {
-		return connector.Binding{Data: []byte(in.Secret("access_code")), DisplayName: "Room " + in.Get("room")}, nil
-	}))
+		}, connector.ToolOptions{Title: "Send", Description: "Post a message in the room.", SideEffect: true})
 	srv.OnAssistantMessage(func(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
 		return nil // post m.Text and m.Files to the room; ack "accepted" only when this returns nil
 	})
 	// Inbound: ch.Publish(ctx, connector.UserMessage{MessageID: "target-id", Text: "hi"}) keeps the
 	// message in the durable outbox until xAgent accepts it.
 
-	if err := srv.Start(ctx); err != nil {
+	ctx, stop := context.WithCancel(context.Background())
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // ListenAndServe(ctx, "127.0.0.1:8080") in a real program
+	if err != nil {
 		log.Fatal(err)
 	}
-	hs := httptest.NewServer(srv) // or http.ListenAndServe("127.0.0.1:8080", srv)
-	defer func() { _ = srv.Close(ctx); hs.Close() }()
-
-	final := srv.Card()
-	fmt.Println(final.Tools[0].ToolID, final.Security.APIKeyRequired,
-		strings.Contains(string(final.Tools[0].InputSchema), protocol.ChannelIDArgument))
-	// Output: room_message_send true true
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	for srv.Card() == nil { // Serve starts the server first
+		time.Sleep(time.Millisecond)
+	}
+	card := srv.Card()
+	flow, _ := card.AuthFlow("room_login")
+	fmt.Println(card.Tools[0].ToolID, card.Security.APIKeyRequired, card.Supports.Profiles)
+	fmt.Println(flow.Fields[1].Name, flow.Fields[1].InputType, flow.Fields[1].Secret)
+	stop() // SIGINT or SIGTERM do the same
+	fmt.Println(<-served)
+	// Output:
+	// room_message_send true [xagent.im.v2]
+	// access_code password true
+	// <nil>
 }

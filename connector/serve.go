@@ -56,6 +56,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if !started {
 		if err := s.Start(ctx); err != nil {
 			ln.Close()
+			if ctx.Err() != nil {
+				return nil // stopped while starting
+			}
 			return err
 		}
 	}

@@ -247,11 +247,12 @@ func (s *Server) Redact(values ...string) { s.secrets.Add(values...) }
 // /metrics), where a connector may register its own collectors.
 func (s *Server) Metrics() *prometheus.Registry { return s.metrics.reg }
 
-// Card returns a copy of the final Card built at Start, or nil before.
+// Card returns a copy of the final Card once Start has succeeded, or nil
+// before (and after a failed Start).
 func (s *Server) Card() *protocol.Card {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.card == nil {
+	if s.card == nil || s.state == stateNew {
 		return nil
 	}
 	return cloneCard(s.card)

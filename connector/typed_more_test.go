@@ -1,0 +1,180 @@
+package connector_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/xconn/xconn/connector"
+	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/store"
+)
+
+// fileIn declares an upload reference and an optional second one.
+type fileIn struct {
+	Doc     connector.Upload  `json:"doc" desc:"The document to send."`
+	Caption string            `json:"caption,omitempty"`
+	Extra   *connector.Upload `json:"extra,omitempty"`
+}
+
+func TestUploadArgumentIsResolvedToTheChannelsFile(t *testing.T) {
+	st := connectortest.NewStore(t)
+	srv, err := connector.New(connector.Options{Store: st, APIKey: typedKey, DataDir: t.TempDir(),
+		Identity: connector.Identity{CardID: "im.files", Name: "Files", Provider: "files", TargetType: protocol.TargetIM}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type acc = connector.Account[botBinding]
+	_ = connector.AddForm(srv, "login", func(ctx context.Context, ch *connector.Channel, in botLogin) (acc, error) {
+		return acc{Binding: botBinding{Token: in.Token, ChatID: in.ChatID}, DisplayName: "x"}, nil
+	}, connector.FlowOptions{})
+	if err := connector.AddTool(srv, "file_send", func(ctx context.Context, call *connector.Call, in fileIn) (map[string]string, error) {
+		r, err := in.Doc.Open()
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		b, err := io.ReadAll(r)
+		return map[string]string{"name": in.Doc.Filename, "body": string(b), "extra": map[bool]string{true: "yes", false: "no"}[in.Extra != nil]}, err
+	}, connector.ToolOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	srv.OnAssistantMessage(func(context.Context, *connector.Channel, *connector.AssistantMessage) error { return nil })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	defer func() {
+		stop()
+		if err := <-served; err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+	}()
+	base := "http://" + ln.Addr().String()
+	eventually(t, "started", func() bool { return srv.Card() != nil })
+
+	tool, _ := srv.Card().Tool("file_send")
+	if got := protocol.UploadRefArguments(tool.InputSchema); len(got) != 2 {
+		t.Fatalf("upload-ref arguments = %v in %s", got, tool.InputSchema)
+	}
+	c, id := connectBot(t, base)
+	tctx := testCtx(t)
+	if _, err := c.SignInForm(tctx, id, "login", map[string]string{"token": "tok-good-1", "chat_id": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	resp := postUpload(t, base, id, typedKey, "note.txt", []byte("hello file"))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("upload: %d", resp.StatusCode)
+	}
+	var up protocol.UploadResponse
+	if err := decodeJSON(resp.Body, &up); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	out, err := connectortest.Invoke[map[string]string](tctx, c, id, "file_send", map[string]any{"doc": up.FileRef})
+	if err != nil || out["body"] != "hello file" || out["name"] != "note.txt" || out["extra"] != "no" {
+		t.Fatalf("invoke = %v, %v", out, err)
+	}
+	// A reference of another channel, or none at all, is invalid_arguments.
+	ack, err := c.Open(tctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := ack.ConnectorChannelID
+	if _, err := c.SignInForm(tctx, other, "login", map[string]string{"token": "tok-good-1", "chat_id": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{up.FileRef, "file_unknown"} {
+		_, err := connectortest.Invoke[map[string]string](tctx, c, other, "file_send", map[string]any{"doc": ref})
+		if !isCode(err, protocol.CodeInvalidArguments) {
+			t.Errorf("ref %s on another channel: %v, want invalid_arguments", ref, err)
+		}
+	}
+}
+
+func TestServeHandleRoutesAndStops(t *testing.T) {
+	srv, err := connector.New(connector.Options{DataDir: t.TempDir(), APIKey: typedKey,
+		Identity: connector.Identity{CardID: "im.h", Name: "H", Provider: "h", TargetType: protocol.TargetIM}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.OnAssistantMessage(func(context.Context, *connector.Channel, *connector.AssistantMessage) error { return nil })
+	if err := srv.Handle("GET /hello/{name}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "hi "+r.PathValue("name"))
+	})); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := connector.New(connector.Options{DataDir: t.TempDir(),
+		Identity: connector.Identity{CardID: "im.h", Name: "H", Provider: "h", TargetType: protocol.TargetIM}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.Handle("GET /health", http.NotFoundHandler()); err == nil {
+		t.Error("a route over /health was accepted")
+	}
+	closed := make(chan struct{})
+	srv.OnClose(func(context.Context) error { close(closed); return nil })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	base := "http://" + ln.Addr().String()
+	eventually(t, "started", func() bool { return srv.Card() != nil })
+	if got := httpGet(t, base+"/hello/ann"); got != "hi ann" {
+		t.Errorf("route = %q", got)
+	}
+	if got := httpGet(t, base+"/connector-card.json"); !strings.Contains(got, `"im.h"`) {
+		t.Errorf("card = %q", got)
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Fatalf("Serve = %v", err)
+	}
+	select {
+	case <-closed:
+	default:
+		t.Error("OnClose hook did not run")
+	}
+	if _, err := http.Get(base + "/health"); err == nil {
+		t.Error("still serving after Serve returned")
+	}
+}
+
+func TestChannelStateIsBounded(t *testing.T) {
+	bt := newBotTarget()
+	srv, base := startBot(t, connectortest.NewStore(t), bt)
+	c, id := connectBot(t, base)
+	ctx := testCtx(t)
+	if _, err := c.SignInForm(ctx, id, "bot_login", map[string]string{"token": "tok-good-1", "chat_id": "3"}); err != nil {
+		t.Fatal(err)
+	}
+	ch, _ := srv.Channel(id)
+	big := strings.Repeat("x", store.MaxChannelStateValueBytes+1)
+	if err := ch.SaveState(ctx, "big", big); !errors.Is(err, store.ErrChannelStateFull) {
+		t.Fatalf("oversized value: %v", err)
+	}
+	if err := ch.SaveState(ctx, "ctx_token", "abc"); err != nil {
+		t.Fatal(err)
+	}
+	var v string
+	if ok, err := ch.LoadState(ctx, "ctx_token", &v); !ok || err != nil || v != "abc" {
+		t.Fatalf("load = %q %v %v", v, ok, err)
+	}
+	if err := ch.DeleteState(ctx, "ctx_token"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := ch.LoadState(ctx, "ctx_token", &v); ok {
+		t.Error("deleted key still set")
+	}
+}
