@@ -91,14 +91,17 @@ func (c *Channel) Logout(ctx context.Context) error {
 // delivered when the channel is open, redelivered after reconnects, until
 // xAgent answers accepted or duplicate, the TTL passes or capacity evicts
 // it. Files are cached on the transfer plane first. Publishing a MessageID
-// again is a no-op.
+// again is a no-op. A channel that is not signed in is refused with a
+// *protocol.Error (connection_not_authenticated) and nothing is stored.
 func (c *Channel) Publish(ctx context.Context, m UserMessage) error {
 	return c.srv.publish(ctx, c.id, m)
 }
 
 // PushMessage sends a legacy IM v1 message.push for a connector whose Card
 // declares xagent.im.v1. It is kept in the outbox until written to an open
-// channel whose socket negotiated IM v1 (message.push has no ack).
+// channel whose socket negotiated IM v1 (message.push has no ack): queued
+// is not enough, the frame's last byte must have reached the socket. A
+// channel that is not signed in is refused (connection_not_authenticated).
 // Provider, Profile, EventKind, MessageType and MessageID are filled in when
 // empty.
 func (c *Channel) PushMessage(ctx context.Context, m protocol.MessagePushPayload) error {

@@ -150,7 +150,9 @@
 // that carry the request's request_id and reply_to: hello_required,
 // invalid_packet, unsupported_packet, connector_channel_id_required,
 // connection_not_found (unknown channel), connector_channel_connector_mismatch
-// (channel of another connector_id), channel_not_open, connector_channel_not_owned
+// (a channel of another connector_id that is still connected, or any packet
+// but channel.open on another instance's channel), channel_not_open,
+// connector_channel_not_owned
 // (open on another socket), connector_id_mismatch (a second hello with another
 // id) and channel_busy (the channel's queue is full). A refused hello
 // (unsupported_protocol_version, connector_card_id_mismatch, invalid_packet
@@ -161,6 +163,15 @@
 // internal_error (a panic), auth_flow_not_found, invalid_auth_input,
 // auth_session_not_found. Packets of a Profile that was not negotiated are
 // dropped silently.
+//
+// Versions and routing: a hello whose protocol_version is 3.0 or newer is
+// admitted (the ack carries 3.0); a missing, malformed or older one is
+// refused. A channel.open naming a channel of a replaced instance (its
+// connector_id in its lease grace, or restored at start) re-adopts it with
+// its binding, status and pending messages, as architecture section 5
+// requires. [Channel.Publish] and [Channel.PushMessage] refuse a channel
+// that is not signed in (connection_not_authenticated, nothing stored). An
+// IM v1 message.push counts as delivered only once written to the socket.
 //
 // Defaults (all configurable in [Options]): frame limit 1 MiB, lease grace
 // 1 h, tool timeout 60 s, sign-in session TTL 10 min (QR codes 2 min),

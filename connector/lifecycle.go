@@ -124,7 +124,7 @@ func (s *Server) prepareDelivery() error {
 		return fmt.Errorf("connector: outbox: %w", err)
 	}
 	if s.outv1, err = delivery.NewOutbox(delivery.OutboxOptions{Storage: st, Queue: queueIMv1, Send: s.trackSend(deferIMv1, s.sendPush),
-		TTL: s.opts.OutboxTTL, Capacity: s.opts.OutboxCapacity}); err != nil {
+		TTL: s.opts.OutboxTTL, Capacity: s.opts.OutboxCapacity, AttemptTimeout: s.opts.AckTimeout + 5*time.Second}); err != nil {
 		return fmt.Errorf("connector: outbox: %w", err)
 	}
 	if s.inbox, err = delivery.NewInbox(delivery.InboxOptions{Storage: st, Queue: "connector.inbox"}); err != nil {

@@ -119,7 +119,8 @@ type Options struct {
 	// SweepInterval is the period of the janitor that removes expired files,
 	// sign-in sessions and tool-call records (default 1 min).
 	SweepInterval time.Duration
-	// AckTimeout bounds the wait for a chat.message.ack (default 30 s).
+	// AckTimeout bounds the wait for a chat.message.ack, and for the write
+	// of an IM v1 message.push to the socket (default 30 s).
 	AckTimeout time.Duration
 	// OutboxTTL is the lifetime of a published message (default 1 h).
 	OutboxTTL time.Duration
