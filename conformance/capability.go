@@ -8,7 +8,7 @@ func (s *session) decidable(c Capability) bool {
 	switch c {
 	case CapHasSkill:
 		return s.skill.fetched
-	case CapDeclaresIMv1, CapDeclaresIMv2, CapDeclaresDevice, CapHasFormFlow, CapHasQRFlow, CapHasTools, CapAPIKeyRequired:
+	case CapDeclaresIMv1, CapDeclaresIMv2, CapDeclaresDevice, CapHasFormFlow, CapHasQRFlow, CapHasTools, CapAPIKeyRequired, CapToolSelected:
 		return s.card != nil || s.cardError != ""
 	}
 	return true
@@ -77,11 +77,37 @@ func (s *session) has(c Capability) (bool, string) {
 		}
 		return true, ""
 	case CapPublishesChat:
-		s.awaitInbound()
+		if len(s.obs.inbound) > 0 {
+			return true, ""
+		}
+		if s.opts.Inbound != nil && s.authDesc != nil && !s.inbound.hookFailed {
+			return true, "" // the probe asks for one through the hook
+		}
+		if s.opts.Inbound == nil {
+			s.awaitInbound()
+		}
 		if len(s.obs.inbound) == 0 {
-			return false, "the Connector published no chat.message during the run"
+			why := "the Connector published no chat.message during the run"
+			if s.inbound.why != "" {
+				return false, why + ": " + s.inbound.why
+			}
+			return false, why + " (an inbound message is needed: set Options.Inbound from go test, or have the target send one right after sign-in)"
 		}
 		return true, ""
+	case CapInboundHook:
+		if s.opts.Inbound == nil {
+			return false, "no Options.Inbound hook to make the target send a message (available from go test)"
+		}
+		if s.authDesc == nil {
+			return false, "no signed-in channel for Options.Inbound (select an auth flow with --auth-flow; see auth.authenticated)"
+		}
+		return true, ""
+	case CapToolSelected:
+		if s.opts.Tool == "" {
+			return false, "no tool selected (Options.Tool, --tool with --tool-args): a Card does not say which tools have side effects, so the suite invokes none with invented arguments"
+		}
+		_, ok := s.selectedTool()
+		return cardCap(ok, "the Card declares no tool "+s.opts.Tool+" (Options.Tool, --tool)")
 	case CapPublishesMessagePush:
 		s.awaitInbound()
 		if len(s.obs.pushes) == 0 {

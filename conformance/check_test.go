@@ -10,6 +10,7 @@ import (
 
 	"github.com/xconn/xconn/conformance"
 	"github.com/xconn/xconn/conformance/internal/fixture"
+	"github.com/xconn/xconn/protocol"
 	"go.uber.org/goleak"
 )
 
@@ -18,8 +19,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestCorrectFixturePasses: a correct Connector passes every applicable
 // requirement, MUST and SHOULD, and skips only what it does not declare.
 func TestCorrectFixturePasses(t *testing.T) {
-	base := startFixture(t, fixture.Options{APIKey: testKey})
-	rep := check(t, base, formOptions())
+	fx, base := startFixtureServer(t, fixture.Options{APIKey: testKey})
+	rep := check(t, base, fullOptions(fx))
 	if f := rep.Failed(); len(f) > 0 {
 		var b bytes.Buffer
 		_ = rep.WriteText(&b)
@@ -70,12 +71,19 @@ func TestBrokenFixtures(t *testing.T) {
 		{fixture.BadToolID, []string{"card.json-schema", "card.tool-id-charset"}},
 		{fixture.WrongDescChannel, []string{"descriptor.channel"}},
 		{fixture.IgnoreProfiles, []string{"descriptor.profiles-negotiated"}},
+		// A Card without an auth flow title fails the suite as it fails
+		// protocol.ValidateCard; the official schema does not require it.
+		{fixture.NoAuthFlowTitle, []string{"card.auth-flows"}},
+		// Without the message its redelivery is not checked (skipped).
+		{fixture.IgnoreInbound, []string{"imv2.inbound-delivered"}},
+		{fixture.ReuseInboundID, []string{"imv2.inbound-message-id"}},
+		{fixture.ResendAccepted, []string{"imv2.inbound-acked-not-resent"}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.brk), func(t *testing.T) {
 			t.Parallel()
-			base := startFixture(t, fixture.Options{APIKey: testKey, Break: tt.brk})
-			rep := check(t, base, formOptions())
+			fx, base := startFixtureServer(t, fixture.Options{APIKey: testKey, Break: tt.brk})
+			rep := check(t, base, fullOptions(fx))
 			if got := rep.Failed(); !slices.Equal(got, tt.want) {
 				t.Errorf("failed %v, want %v", got, tt.want)
 			}
@@ -152,10 +160,13 @@ func TestSkipsWithReasons(t *testing.T) {
 	base := startFixture(t, fixture.Options{APIKey: testKey})
 	rep := check(t, base, conformance.Options{Timeout: testTimeout})
 	tests := map[string]string{
-		"auth.authenticated": "no auth flow selected",
-		"imv2.ack-accepted":  "no signed-in channel",
-		"apikey.health":      "none was given",
-		"imv2.redelivery":    "published no chat.message",
+		"auth.authenticated":            "no auth flow selected",
+		"imv2.ack-accepted":             "no signed-in channel",
+		"apikey.health":                 "none was given",
+		"imv2.redelivery":               "published no chat.message",
+		"imv2.inbound-acked-not-resent": "Options.Inbound",
+		"imv2.inbound-delivered":        "no Options.Inbound hook",
+		"tool.invoke":                   "no tool selected",
 	}
 	for id, reason := range tests {
 		res, _ := rep.Result(id)
@@ -249,5 +260,24 @@ func TestWithoutSignIn(t *testing.T) {
 	}
 	if res, _ := rep.Result("transfer.upload"); res.Status != conformance.Pass {
 		t.Errorf("transfer.upload on a created channel: %+v", res)
+	}
+}
+
+// TestCardWithoutTitleFailsBoth: a served Card whose auth flow has no title
+// fails card.auth-flows with the very line protocol.ValidateCard reports.
+func TestCardWithoutTitleFailsBoth(t *testing.T) {
+	fx, base := startFixtureServer(t, fixture.Options{Break: fixture.NoAuthFlowTitle})
+	rep := check(t, base, conformance.Options{Only: []string{"card.*"}, Timeout: testTimeout})
+	const want = "auth_flows[1].title: is required"
+	card := fx.Card()
+	if vs := protocol.ValidateCard(&card); vs.Error() != want {
+		t.Errorf("protocol.ValidateCard: %v, want %q", vs, want)
+	}
+	res, _ := rep.Result("card.auth-flows")
+	if res.Status != conformance.Fail || res.Actual != want || res.Level != conformance.Must {
+		t.Errorf("card.auth-flows: %+v, want a MUST failure with %q", res, want)
+	}
+	if got := rep.Failed(); !slices.Equal(got, []string{"card.auth-flows"}) || rep.OK() {
+		t.Errorf("failed %v (OK %v), want only card.auth-flows", got, rep.OK())
 	}
 }

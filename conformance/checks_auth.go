@@ -26,6 +26,8 @@ func probeAuthenticate(ctx context.Context, s *session, r *recorder) {
 	}
 	flow, _ := s.card.AuthFlow(s.opts.AuthFlow)
 	c := s.primary
+	// From here on the channel may end up signed in: finish signs it out.
+	s.signIn.channel, s.signIn.connectorID = s.channelID, c.helloAck.ConnectorID
 	f, err := c.request(ctx, c.newEnvelope(protocol.TypeAuthStart, s.channelID, protocol.AuthStartPayload{FlowID: flow.ID, Input: s.opts.AuthInput}))
 	st, ok := authState(f, err, protocol.TypeAuthStartAck)
 	if !ok {
@@ -131,35 +133,6 @@ func channelArgs(ch string) json.RawMessage {
 	b, _ := json.Marshal(struct {
 		ID string `json:"connector_channel_id"`
 	}{ch})
-	return b
-}
-
-// toolArgs builds arguments for t that satisfy the simple constraints of its
-// input_schema: the channel id plus a placeholder for every other required
-// property of a scalar type.
-func toolArgs(t protocol.Tool, ch string) json.RawMessage {
-	sc := parseObjectSchema(t.InputSchema)
-	args := map[string]json.RawMessage{protocol.ChannelIDArgument: mustJSON(ch)}
-	if sc != nil {
-		for _, name := range sc.Required {
-			if name == protocol.ChannelIDArgument {
-				continue
-			}
-			switch sc.Properties[name].Type {
-			case "integer", "number":
-				args[name] = json.RawMessage("1")
-			case "boolean":
-				args[name] = json.RawMessage("false")
-			case "array":
-				args[name] = json.RawMessage("[]")
-			case "object":
-				args[name] = json.RawMessage("{}")
-			default:
-				args[name] = mustJSON("xconn conformance check")
-			}
-		}
-	}
-	b, _ := json.Marshal(args)
 	return b
 }
 

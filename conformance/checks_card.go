@@ -140,23 +140,19 @@ func cardRules(c *protocol.Card, members map[string]json.RawMessage) []cardRule 
 	rule("card.tool-channel-arg", "a required string connector_channel_id", arg...)
 	rule("card.tool-no-card-id-arg", "no connector_card_id argument", cardArg...)
 
+	// The auth-flow rules are protocol's, so that the suite and
+	// protocol.ValidateCard (xconn validate card, host admission) always reach
+	// the same verdict on the same Card.
 	var flows, secrets, flowTargets []string
-	flowSeen := map[string]bool{}
-	for i, f := range c.AuthFlows {
-		at := fmt.Sprintf("auth_flows[%d]", i)
-		flows = append(flows, iff(f.ID == "", "%s.id is empty", at), iff(f.ID != "" && flowSeen[f.ID], "%s.id %q is repeated", at, f.ID),
-			iff(f.TargetType == "", "%s.target_type is empty", at), iff(f.Type == "", "%s.type is empty", at),
-			iff(f.Title == "", "%s.title is empty", at), iff(f.Type == protocol.AuthFlowForm && len(f.Fields) == 0, "%s is a form without fields", at))
-		flowSeen[f.ID] = true
-		flowTargets = append(flowTargets, iff(f.TargetType != "" && !oneOf(f.TargetType, c.Supports.TargetTypes...), "%s.target_type %q", at, f.TargetType))
-		names := map[string]bool{}
-		for j, fd := range f.Fields {
-			fat := fmt.Sprintf("%s.fields[%d]", at, j)
-			flows = append(flows, iff(fd.Name == "", "%s.name is empty", fat), iff(fd.Name != "" && names[fd.Name], "%s.name %q is repeated", fat, fd.Name),
-				iff(fd.Label == "", "%s.label is empty", fat), iff(fd.InputType == "", "%s.input_type is empty", fat))
-			names[fd.Name] = true
-			secrets = append(secrets, iff(fd.IsSecret() && fd.DefaultValue != nil, "%s is secret and has a default_value", fat))
+	for _, v := range protocol.ValidateAuthFlows(c.AuthFlows) {
+		if strings.HasSuffix(v.Path, ".default_value") {
+			secrets = append(secrets, v.String()) // the one rule at that path: no default on a secret field
+		} else {
+			flows = append(flows, v.String())
 		}
+	}
+	for _, v := range protocol.ValidateAuthFlowTargets(c) {
+		flowTargets = append(flowTargets, v.String())
 	}
 	rule("card.auth-flows", "complete auth flows", flows...)
 	rule("card.secret-default", "no default_value on secret fields", secrets...)

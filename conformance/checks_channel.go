@@ -158,9 +158,11 @@ func probeToolsUnauth(ctx context.Context, s *session, r *recorder) {
 		r.check("tool.unknown", rejected, "tool.invoke.ack with an error, or an error packet", describe(f, err), s.redact(string(f.data)))
 	}
 	if r.any("tool.unauthenticated", "tool.unauthenticated-code") {
-		t := s.card.Tools[0]
+		// Not signed in, the channel must be refused before any argument
+		// matters, so no argument is invented here either.
+		id, args := s.unauthTool(s.channelID)
 		f, err := c.request(ctx, c.newEnvelope(protocol.TypeToolInvoke, s.channelID, protocol.ToolInvokePayload{
-			ToolID: t.ToolID, Arguments: toolArgs(t, s.channelID), Context: &protocol.ToolContext{ToolCallID: "call_conformance_unauth"}}))
+			ToolID: id, Arguments: args, Context: &protocol.ToolContext{ToolCallID: "call_conformance_unauth"}}))
 		code, rejected := rejection(f, err)
 		packet := s.redact(string(f.data))
 		r.check("tool.unauthenticated", rejected, "an error", describe(f, err), packet)

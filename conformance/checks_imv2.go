@@ -8,40 +8,6 @@ import (
 	"github.com/xconn/xconn/protocol"
 )
 
-// probeToolInvoke invokes the first tool the signed-in Descriptor marks
-// available, with placeholder arguments.
-func probeToolInvoke(ctx context.Context, s *session, r *recorder) {
-	if !needPrimary(s, r) {
-		return
-	}
-	var tool *protocol.Tool
-	for i := range s.card.Tools {
-		if s.authDesc.ToolAvailable(s.card.Tools[i].ToolID) {
-			tool = &s.card.Tools[i]
-			break
-		}
-	}
-	if tool == nil {
-		r.skip("tool.invoke", "the signed-in Descriptor marks no Card tool available")
-		return
-	}
-	c := s.primary
-	env := c.newEnvelope(protocol.TypeToolInvoke, s.channelID, protocol.ToolInvokePayload{ToolID: tool.ToolID,
-		Arguments: toolArgs(*tool, s.channelID), Context: &protocol.ToolContext{ToolCallID: "call_conformance_" + runTag(s)}})
-	if err := c.send(ctx, env); err != nil {
-		r.skip("tool.invoke", err.Error())
-		return
-	}
-	f, err := c.await(ctx, 3*s.opts.timeout(), func(f frame) bool { return answers(f, env) && f.env.Type != protocol.TypeToolProgressPush })
-	if err == nil {
-		s.observeAnswer(env, f)
-	}
-	var p protocol.ToolInvokeAckPayload
-	ok := err == nil && f.env.Type == protocol.TypeToolInvokeAck &&
-		((f.env.Error != nil && f.env.Error.Code != "") || (f.env.Error == nil && f.env.DecodePayload(&p) == nil && p.ToolID == tool.ToolID))
-	r.check("tool.invoke", ok, "tool.invoke.ack with tool_id "+tool.ToolID+" or an error code", describe(f, err), s.redact(string(f.data)))
-}
-
 // runTag is a per-run suffix for message ids, so that a rerun against a
 // Connector with durable idempotency records does not collide.
 func runTag(s *session) string {
@@ -193,54 +159,4 @@ func boolString(b *bool) string {
 		return "absent"
 	}
 	return fmt.Sprint(*b)
-}
-
-// probeRedelivery leaves an inbound chat.message unacknowledged, reconnects
-// with the same connector_id, reopens the channel and expects the message
-// again.
-func probeRedelivery(ctx context.Context, s *session, r *recorder) {
-	if !needPrimary(s, r) {
-		return
-	}
-	var msg *inboundChat
-	for i := range s.obs.inbound {
-		in := &s.obs.inbound[i]
-		if in.env.ConnectorChannelID == s.channelID && in.payload.MessageID != "" {
-			msg = in
-			break
-		}
-	}
-	if msg == nil {
-		r.skip("imv2.redelivery", "no chat.message with a message_id arrived on the signed-in channel")
-		return
-	}
-	connectorID := s.primary.helloAck.ConnectorID
-	s.primary.close()
-	s.primary = nil
-	c, err := s.openHello(ctx, connectorID)
-	if err != nil {
-		r.fail("imv2.redelivery", "a reconnect", err.Error(), "")
-		return
-	}
-	if err := c.send(ctx, c.newEnvelope(protocol.TypeChannelOpen, s.channelID, protocol.EmptyPayload{})); err != nil {
-		r.fail("imv2.redelivery", "channel.open", err.Error(), "")
-		return
-	}
-	f, err := c.await(ctx, 2*s.opts.timeout(), func(f frame) bool {
-		if f.env == nil || f.env.Type != protocol.TypeChatMessage {
-			return false
-		}
-		var p protocol.ChatMessagePayload
-		return f.env.DecodePayload(&p) == nil && p.MessageID == msg.payload.MessageID
-	})
-	r.check("imv2.redelivery", err == nil, "chat.message "+msg.payload.MessageID+" again", describe(f, err), "")
-	if err == nil {
-		ack := f.env.Reply(protocol.TypeChatMessageAck)
-		ack.PacketID = "pkt_conf_ack_" + fmt.Sprint(s.seq.Add(1))
-		ack.Time = time.Now().UnixMilli()
-		if ack.SetPayload(protocol.ChatAckPayload{MessageID: msg.payload.MessageID, Status: protocol.AckAccepted}) == nil {
-			_ = c.send(ctx, ack) // best effort: the Connector may now drop the message
-		}
-	}
-	s.primary = c
 }

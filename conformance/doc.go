@@ -14,6 +14,11 @@
 // only the protocol package: it tests what is on the wire, nothing else.
 //
 // Checks that need a signed-in channel have side effects on the target
-// system: they invoke a Card tool and deliver a few short assistant messages
-// (text "xconn conformance check ..."). Run them against a test account.
+// system: they deliver a few short assistant messages (text "xconn
+// conformance check ...") and, only when [Options.Tool] names one, invoke
+// that Card tool with [Options.ToolArgs]; the suite never invents tool
+// arguments. Run them against a test account. The run signs its channel out
+// (auth.logout) when it ends, whatever the verdicts. [Options.Inbound] lets
+// the inbound and redelivery checks ask the target for messages, for
+// example from a connector's go test with a fake target.
 package conformance

@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -22,13 +23,21 @@ func ExampleCheck() {
 		APIKey:    "example-key",
 		AuthFlow:  fixture.FormFlow,
 		AuthInput: map[string]string{"room": "lobby", "access_code": "0000-example"},
+		// Make the target send a message on the signed-in channel: here the
+		// fixture's fake target; from a connector's tests, its own fake.
+		Inbound: func(_ context.Context, channelID string) error {
+			return fx.SendInbound(channelID, "hello from the target")
+		},
+		// The one tool the suite may invoke, and its arguments.
+		Tool:     fixture.ToolID,
+		ToolArgs: json.RawMessage(`{"text":"hello"}`),
 	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println(rep.Summary(), "ok:", rep.OK())
-	// Output: 100 passed, 0 failed, 4 skipped ok: true
+	// Output: 103 passed, 0 failed, 4 skipped ok: true
 }
 
 // List the requirements on IM Profile v2 acks without touching the network.

@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -19,6 +20,14 @@ const (
 // URL; the server is closed when the test ends.
 func startFixture(t *testing.T, opts fixture.Options) string {
 	t.Helper()
+	_, base := startFixtureServer(t, opts)
+	return base
+}
+
+// startFixtureServer is startFixture that also returns the fixture, for
+// its Inbound hook and its state after a run.
+func startFixtureServer(t *testing.T, opts fixture.Options) (*fixture.Server, string) {
+	t.Helper()
 	fx := fixture.New(opts)
 	srv := httptest.NewServer(fx)
 	base := srv.URL + opts.Prefix
@@ -27,7 +36,21 @@ func startFixture(t *testing.T, opts fixture.Options) string {
 		fx.Close()
 		srv.Close()
 	})
-	return base
+	return fx, base
+}
+
+// fixtureToolArgs are the arguments the tests give the fixture's echo tool.
+const fixtureToolArgs = `{"text":"xconn conformance check"}`
+
+// fullOptions are formOptions that also let every applicable check run:
+// the Inbound hook asks the fixture for a message from its target, and the
+// fixture's echo tool is selected with its arguments.
+func fullOptions(fx *fixture.Server) conformance.Options {
+	o := formOptions()
+	o.Inbound = func(_ context.Context, ch string) error { return fx.SendInbound(ch, "hello from the target") }
+	o.Tool = fixture.ToolID
+	o.ToolArgs = json.RawMessage(fixtureToolArgs)
+	return o
 }
 
 // formOptions are run options that sign in with the fixture's form flow.

@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"context"
+	"encoding/json"
 	"io"
 	"time"
 )
@@ -24,6 +26,11 @@ const (
 // Options configures a run of [Check] or [Run]. The zero value checks a
 // Connector that needs no API key and skips everything that needs a signed-in
 // channel.
+//
+// A run that signed a channel in (AuthFlow) signs it out again with
+// auth.logout when it ends, whatever the verdicts and also when the run
+// fails or its context is canceled; the sign-out as a whole is bounded by
+// Timeout and its outcome is written to Out.
 type Options struct {
 	// APIKey is sent as Authorization: Bearer to /health, /ws and
 	// /files/uploads. It is never printed.
@@ -38,6 +45,35 @@ type Options struct {
 	AuthOpenURL bool
 	// QRWait bounds the wait for a QR scan; default DefaultQRWait.
 	QRWait time.Duration
+	// Inbound, when set, asks the caller to make the target system send one
+	// new inbound message (text is enough) on the signed-in channel
+	// channelID, as a person writing to the test account would; it returns
+	// once the message is sent, or an error. The suite then waits for the
+	// Connector's chat.message on that channel. It lets the inbound checks
+	// (imv2.inbound-delivered, imv2.inbound-message-id) and the redelivery
+	// checks (imv2.redelivery, imv2.inbound-acked-not-resent) run inside go
+	// test: with the Connector's fake target, Inbound is one call. Without
+	// it those checks run only on a message the Connector publishes on its
+	// own during the run, or are skipped with the reason.
+	//
+	// The suite calls Inbound from the goroutine running the checks, at
+	// most twice per run, only after a channel was signed in; ctx ends
+	// after Timeout. An error skips the checks that needed the message.
+	Inbound func(ctx context.Context, channelID string) error
+	// Tool is the tool_id of a Card tool the suite may invoke, once, on the
+	// signed-in channel (tool.invoke), with ToolArgs. A Card does not say
+	// which tools have side effects, so the suite never invents arguments
+	// and invokes no tool on a signed-in channel unless told which one:
+	// without Tool, tool.invoke is skipped. Tool also picks the tool that
+	// tool.unauthenticated invokes on a channel that is not signed in
+	// (default: the Card's first tool, with connector_channel_id as its only
+	// argument).
+	Tool string
+	// ToolArgs are the arguments of Tool: a JSON object, or empty for none.
+	// The suite sets its connector_channel_id member to the channel it
+	// invokes on. ToolArgs without Tool, or ToolArgs that are not a JSON
+	// object, make [Check] fail before the run starts.
+	ToolArgs json.RawMessage
 	// Only and Skip select requirement IDs by path.Match patterns.
 	Only, Skip []string
 	// Strict makes SHOULD failures fail the run.

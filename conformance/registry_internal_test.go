@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ func TestRegistryCoverage(t *testing.T) {
 	known := map[Capability]bool{CapNone: true, CapDeclaresIMv2: true, CapDeclaresIMv1: true, CapDeclaresDevice: true,
 		CapHasSkill: true, CapHasFormFlow: true, CapHasQRFlow: true, CapHasTools: true, CapHasPathPrefix: true,
 		CapAPIKeyRequired: true, CapAuthFlowSelected: true, CapHasAuthenticatedChannel: true, CapUploads: true,
-		CapPublishesChat: true, CapPublishesMessagePush: true, CapPublishesFiles: true}
+		CapPublishesChat: true, CapPublishesMessagePush: true, CapPublishesFiles: true, CapInboundHook: true, CapToolSelected: true}
 	reqs := Requirements()
 	seen := map[string]bool{}
 	for _, r := range reqs {
@@ -154,6 +155,77 @@ func TestCardRules(t *testing.T) {
 		v := verdicts(bad)
 		if len(v[tt.id]) == 0 {
 			t.Errorf("%s: not detected", tt.id)
+		}
+	}
+}
+
+// TestCardAuthFlowRulesAgree: the suite's auth-flow requirements
+// (card.auth-flows, card.secret-default, card.auth-flow-target-type) reach
+// exactly protocol.ValidateCard's verdict on auth_flows, with the same
+// "path: reason" lines; a Card whose flow lacks a title fails both.
+func TestCardAuthFlowRulesAgree(t *testing.T) {
+	good := `{"schema":"xagent.connector/v1","protocol_version":"3.0","build":{"build_time":"1"},"connector_card_id":"im.x",
+	"connector":{"name":"X","version":"1"},"supports":{"target_types":["im"],"targets":[{"target_type":"im","provider":"x","label":"X"}],"profiles":["xagent.im.v2"]},
+	"auth_flows":[{"id":"q","target_type":"im","type":"qr_login","title":"Q"},
+	{"id":"f","target_type":"im","type":"form","title":"F","fields":[{"name":"k","label":"K","input_type":"password"}]}]}`
+	tests := []struct {
+		name, old, new string
+		want           []string // protocol's auth_flows violations; nil when valid
+	}{
+		{"valid", "", "", nil},
+		{"title missing", `,"title":"Q"`, ``, []string{"auth_flows[0].title: is required"}},
+		{"title empty", `"title":"F"`, `"title":""`, []string{"auth_flows[1].title: is required"}},
+		{"target_type missing", `"target_type":"im","type":"qr_login"`, `"type":"qr_login"`, []string{"auth_flows[0].target_type: is required"}},
+		{"target_type undeclared", `"target_type":"im","type":"form"`, `"target_type":"email","type":"form"`,
+			[]string{`auth_flows[1].target_type: "email" is not in supports.target_types [im]`}},
+		{"target_type unknown", `"target_type":"im","type":"form"`, `"target_type":"chat","type":"form"`,
+			[]string{`auth_flows[1].target_type: must be one of [im email calendar ticket device], not "chat"`}},
+		{"id missing", `"id":"q",`, ``, []string{"auth_flows[0].id: is required"}},
+		{"id repeated", `"id":"f"`, `"id":"q"`, []string{`auth_flows[1].id: duplicate auth flow id "q"`}},
+		{"type missing", `"type":"qr_login",`, ``, []string{"auth_flows[0].type: is required"}},
+		{"form without fields", `,"fields":[{"name":"k","label":"K","input_type":"password"}]`, ``,
+			[]string{"auth_flows[1].fields: a form flow needs at least one field"}},
+		{"input_type other", `"input_type":"password"`, `"input_type":"email"`,
+			[]string{`auth_flows[1].fields[0].input_type: must be "text" or "password", not "email"`}},
+		{"secret default", `"input_type":"password"`, `"input_type":"password","default_value":"x"`,
+			[]string{"auth_flows[1].fields[0].default_value: a secret field must not have a default value"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			data := strings.Replace(good, tc.old, tc.new, 1)
+			if tc.old != "" && data == good {
+				t.Fatal("mutation did not apply")
+			}
+			c, err := protocol.ParseCard([]byte(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var validator []string
+			for _, v := range protocol.ValidateCard(c) {
+				if strings.HasPrefix(v.Path, "auth_flows") {
+					validator = append(validator, v.String())
+				}
+			}
+			var suite []string
+			for _, r := range cardRules(c, nil) {
+				switch r.id {
+				case "card.auth-flows", "card.secret-default", "card.auth-flow-target-type":
+					suite = append(suite, r.problems...)
+				}
+			}
+			slices.Sort(validator)
+			slices.Sort(suite)
+			if !slices.Equal(validator, tc.want) {
+				t.Errorf("protocol.ValidateCard: %q, want %q", validator, tc.want)
+			}
+			if !slices.Equal(suite, validator) {
+				t.Errorf("suite %q, validator %q: they disagree", suite, validator)
+			}
+		})
+	}
+	for _, id := range []string{"card.auth-flows", "card.auth-flow-target-type"} {
+		if r, _ := Lookup(id); r.Level != Must {
+			t.Errorf("%s is %s: a Card protocol.ValidateCard refuses must fail the run", id, r.Level)
 		}
 	}
 }

@@ -52,6 +52,6 @@ func wsRequirements() []Requirement {
 		req("tool.unknown", "8.18", Must, CapNone, "tool.invoke with a tool_id the Card lacks is rejected with an error"),
 		req("tool.unauthenticated", "8.18", Must, CapHasTools, "tool.invoke on a channel that is not signed in is rejected"),
 		req("tool.unauthenticated-code", "8.23", Should, CapHasTools, "That rejection has code connection_not_authenticated"),
-		req("tool.invoke", "8.19", Must, CapHasAuthenticatedChannel, "tool.invoke of an available tool on a signed-in channel gets tool.invoke.ack with the tool_id or an error code"),
+		req("tool.invoke", "8.19", Must, CapToolSelected, "tool.invoke of the selected tool (Options.Tool, --tool) with the given arguments on a signed-in channel gets tool.invoke.ack with the tool_id or an error code"),
 	}
 }

@@ -52,8 +52,15 @@ const (
 	CapHasAuthenticatedChannel Capability = "has-authenticated-channel"
 	// CapUploads: the Connector serves POST /files/uploads.
 	CapUploads Capability = "uploads"
-	// CapPublishesChat: the Connector sent a chat.message during the run.
+	// CapPublishesChat: the Connector sent a chat.message during the run, on
+	// its own or asked for through Options.Inbound.
 	CapPublishesChat Capability = "publishes-chat"
+	// CapInboundHook: the run was given an Options.Inbound hook and signed a
+	// channel in.
+	CapInboundHook Capability = "inbound-hook"
+	// CapToolSelected: the run was given a tool the Card declares
+	// (Options.Tool, --tool) to invoke on the signed-in channel.
+	CapToolSelected Capability = "tool-selected"
 	// CapPublishesMessagePush: the Connector sent a message.push during the run.
 	CapPublishesMessagePush Capability = "publishes-message-push"
 	// CapPublishesFiles: the Connector sent a message with files during the run.

@@ -169,7 +169,7 @@ func probes() []probe {
 		{ids: []string{"tool.invoke"}, run: probeToolInvoke},
 		{ids: []string{"imv2.ack-accepted", "imv2.ack-duplicate", "imv2.ack-conflict", "imv2.ack-invalid-payload",
 			"imv2.final-with-file", "imv2.delta-final", "imv2.delta-gap"}, run: probeIMv2Chat},
-		{ids: []string{"imv2.redelivery"}, run: probeRedelivery},
+		{ids: inboundIDs(), run: probeInbound},
 		{ids: aggregateIDs(), run: probeAggregates},
 	}
 }

@@ -3,6 +3,8 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -35,6 +37,10 @@ type session struct {
 	waitedInbound bool
 	authDesc      *protocol.Descriptor
 	conns         []*wsConn
+	// signIn is the channel auth.start was sent for by the auth probe and
+	// the connector_id it was open under; finish signs it out.
+	signIn  struct{ channel, connectorID string }
+	inbound inboundState
 
 	obs    observations
 	upload uploadState
@@ -59,6 +65,14 @@ func newSession(baseURL string, opts Options) (*session, error) {
 		return nil, fmt.Errorf("conformance: Base URL %q: a host is required", u.Redacted())
 	case u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
 		return nil, fmt.Errorf("conformance: Base URL %q: userinfo, query and fragment are forbidden", u.Redacted())
+	}
+	if len(opts.ToolArgs) > 0 {
+		if opts.Tool == "" {
+			return nil, errors.New("conformance: ToolArgs given without Tool")
+		}
+		if _, ok := jsonObject(opts.ToolArgs); !ok {
+			return nil, errors.New("conformance: ToolArgs must be a JSON object")
+		}
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
@@ -182,10 +196,72 @@ func (s *session) closeAll() {
 	s.primary = nil
 }
 
-// finish ends the run: every WebSocket and idle HTTP connection is closed.
+// finish ends the run: the channel it signed in is signed out, then every
+// WebSocket and idle HTTP connection is closed.
 func (s *session) finish() {
+	s.signOut()
 	s.closeAll()
 	s.http.CloseIdleConnections()
+}
+
+// signOut sends auth.logout for the channel the run tried to sign in,
+// whatever the verdicts: on the main connection while it is up, else on a
+// new connection with the same connector_id that reopens the channel. It
+// runs even when the run's context was canceled, bounded by one Timeout,
+// and writes its outcome to Options.Out.
+func (s *session) signOut() {
+	ch, connectorID := s.signIn.channel, s.signIn.connectorID
+	if ch == "" || s.card == nil {
+		return
+	}
+	s.signIn.channel = ""
+	parent := s.ctx
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), s.opts.timeout())
+	defer cancel()
+	err := errors.New("no connection")
+	if s.primary != nil {
+		err = s.logout(ctx, s.primary, ch)
+	}
+	if err != nil && ctx.Err() == nil {
+		// The main connection is gone, or the channel is not open on it
+		// any more: reopen it on a new connection.
+		var c *wsConn
+		c, err = s.openHello(ctx, connectorID)
+		if err == nil {
+			var f frame
+			var ack *protocol.ChannelOpenAckPayload
+			f, ack, err = s.openChannel(ctx, c, ch)
+			switch {
+			case err != nil:
+				err = fmt.Errorf("channel.open: %w", err)
+			case ack == nil:
+				err = fmt.Errorf("channel.open answered by %s", describe(f, nil))
+			default:
+				err = s.logout(ctx, c, ch)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(s.opts.out(), "sign-out of channel %s failed: %s\n", ch, s.redact(err.Error()))
+		return
+	}
+	fmt.Fprintf(s.opts.out(), "signed channel %s out (auth.logout)\n", ch)
+}
+
+// logout sends auth.logout for ch on c and checks its ack.
+func (s *session) logout(ctx context.Context, c *wsConn, ch string) error {
+	f, err := c.request(ctx, c.newEnvelope(protocol.TypeAuthLogout, ch, protocol.EmptyPayload{}))
+	if err != nil {
+		return fmt.Errorf("auth.logout: %w", err)
+	}
+	var ack protocol.AuthLogoutAckPayload
+	if f.env.Type != protocol.TypeAuthLogoutAck || f.env.Error != nil || f.env.DecodePayload(&ack) != nil {
+		return fmt.Errorf("auth.logout answered by %s", describe(f, nil))
+	}
+	return nil
 }
 
 // track registers a connection for closeAll.
@@ -256,4 +332,13 @@ func (s *session) newChannel(ctx context.Context, c *wsConn) (string, error) {
 		return "", fmt.Errorf("channel.open answered by %s", s.redact(string(f.data)))
 	}
 	return ack.ConnectorChannelID, nil
+}
+
+// jsonObject decodes raw as a JSON object.
+func jsonObject(raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return nil, false
+	}
+	return m, true
 }

@@ -18,7 +18,10 @@ const ForbiddenCardKey = "server_base_url"
 // declared member only in case ("Schema" next to "schema"). It is pure and safe for concurrent use.
 //
 // A tool without a "profile" is accepted (the schema makes it optional); a
-// tool that names one must name a Profile of supports.profiles.
+// tool that names one must name a Profile of supports.profiles. Every
+// auth_flows[] entry needs the members the spec's table requires (id,
+// target_type, type, title), and its target_type must be one of
+// supports.target_types: see [ValidateAuthFlows] and [ValidateAuthFlowTargets].
 func ValidateCard(c *Card) Violations {
 	var vs Violations
 	if c == nil {
@@ -48,7 +51,8 @@ func ValidateCard(c *Card) Violations {
 	}
 	validateSupports(&c.Supports, &vs)
 	validateTools(c, &vs)
-	validateAuthFlows(c.AuthFlows, &vs)
+	vs = append(vs, ValidateAuthFlows(c.AuthFlows)...)
+	vs = append(vs, ValidateAuthFlowTargets(c)...)
 	if c.UI != nil && c.UI.LoginFlow != nil {
 		for i, s := range c.UI.LoginFlow.Steps {
 			if s.Type == "" {
@@ -256,60 +260,6 @@ func validateInputSchema(raw json.RawMessage, path string, vs *Violations) {
 	}
 	if !slices.Contains(names, ChannelIDArgument) {
 		vs.add(rp, "must contain %q", ChannelIDArgument)
-	}
-}
-
-func authFlowTypes() []string { return []string{AuthFlowQRLogin, AuthFlowForm} }
-
-func validateAuthFlows(flows []AuthFlow, vs *Violations) {
-	for i := range flows {
-		f := &flows[i]
-		p := joinPath("auth_flows", i)
-		if f.ID == "" {
-			vs.add(joinPath(p, "id"), "is required")
-		} else if slices.IndexFunc(flows, func(o AuthFlow) bool { return o.ID == f.ID }) < i {
-			vs.add(joinPath(p, "id"), "duplicate auth flow id %q", f.ID)
-		}
-		if f.TargetType != "" && !slices.Contains(TargetTypes(), f.TargetType) {
-			vs.add(joinPath(p, "target_type"), "must be one of %v, not %q", TargetTypes(), f.TargetType)
-		}
-		switch f.Type {
-		case "":
-			vs.add(joinPath(p, "type"), "is required")
-		case AuthFlowForm:
-			if len(f.Fields) == 0 {
-				vs.add(joinPath(p, "fields"), "a form flow needs at least one field")
-			}
-		case AuthFlowQRLogin:
-		default:
-			vs.add(joinPath(p, "type"), "must be one of %v, not %q", authFlowTypes(), f.Type)
-		}
-		if f.Type != AuthFlowForm && len(f.Fields) > 0 {
-			vs.add(joinPath(p, "fields"), "fields apply only to a form flow")
-		}
-		for j, fd := range f.Fields {
-			fp := joinPath(p, "fields", j)
-			if fd.Name == "" {
-				vs.add(joinPath(fp, "name"), "is required")
-			} else if slices.IndexFunc(f.Fields, func(o AuthField) bool { return o.Name == fd.Name }) < j {
-				vs.add(joinPath(fp, "name"), "duplicate field name %q in this flow", fd.Name)
-			}
-			if fd.Label == "" {
-				vs.add(joinPath(fp, "label"), "is required")
-			}
-			if fd.InputType != InputText && fd.InputType != InputPassword {
-				vs.add(joinPath(fp, "input_type"), "must be %q or %q, not %q", InputText, InputPassword, fd.InputType)
-			}
-			if fd.DefaultValue != nil && fd.IsSecret() {
-				vs.add(joinPath(fp, "default_value"), "a secret field must not have a default value")
-			}
-		}
-		if len(f.ConfigSchema) > 0 && !isJSONObject(f.ConfigSchema) {
-			vs.add(joinPath(p, "config_schema"), "must be a JSON object")
-		}
-		if len(f.UISchema) > 0 && !isJSONObject(f.UISchema) {
-			vs.add(joinPath(p, "ui_schema"), "must be a JSON object")
-		}
 	}
 }
 

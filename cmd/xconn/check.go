@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +20,7 @@ func newCheckCmd() *cobra.Command {
 		authInput         []string
 		jsonOut, list, md bool
 		junitFile         string
+		toolArgs          string
 	)
 	cmd := &cobra.Command{
 		Use:   "check BASE_URL",
@@ -28,14 +30,22 @@ HTTP and WebSocket and prints one line per requirement and a summary line
 "N passed, N failed, N skipped". Requirements whose capability the Connector
 does not declare are skipped with the reason.
 
-Checks that need a signed-in channel run only with --auth-flow; they invoke a
-Card tool and deliver a few short test messages to the target system, so use a
-test account. For a qr_login flow the QR code is shown on stderr and the suite
-waits for a scan, or --auth-open-url confirms the QR URL by GET then POST.
+Checks that need a signed-in channel run only with --auth-flow; they deliver a
+few short test messages to the target system, so use a test account. For a
+qr_login flow the QR code is shown on stderr and the suite waits for a scan, or
+--auth-open-url confirms the QR URL by GET then POST. When the run ends, also
+on failure or interrupt, the suite signs that channel out (auth.logout).
+
+A Card does not say which tools have side effects, so the suite never invents
+tool arguments: tool.invoke runs only with --tool ID, a Card tool, which it
+invokes once on the signed-in channel with --tool-args JSON (a JSON object;
+connector_channel_id is set to the channel). Without --tool it is skipped.
 
 The API key may also come from XCONN_API_KEY.`,
 		Example: `  xconn check http://127.0.0.1:8080 --api-key "$KEY"
   xconn check http://127.0.0.1:8080 --auth-flow webchat_room --auth-input room=lobby --auth-input access_code=1234
+  xconn check http://127.0.0.1:8080 --auth-flow webchat_room --auth-input room=lobby --auth-input access_code=1234 \
+      --tool webchat_message_send --tool-args '{"text":"conformance test"}'
   xconn check http://127.0.0.1:8080 --only 'imv2.*' --junit report.xml
   xconn check --list --markdown`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -78,6 +88,15 @@ The API key may also come from XCONN_API_KEY.`,
 					opts.AuthInput[k] = v
 				}
 			}
+			if cmd.Flags().Changed("tool-args") {
+				if opts.Tool == "" {
+					return usageError(errors.New("--tool-args needs --tool"))
+				}
+				if !isJSONObject(toolArgs) {
+					return usageError(errors.New("--tool-args: want a JSON object, such as '{\"text\":\"hi\"}'"))
+				}
+				opts.ToolArgs = json.RawMessage(toolArgs)
+			}
 			opts.Out = cmd.ErrOrStderr()
 			rep, err := conformance.Check(cmd.Context(), args[0], opts)
 			if err != nil {
@@ -110,6 +129,8 @@ The API key may also come from XCONN_API_KEY.`,
 	f.StringVar(&opts.AuthFlow, "auth-flow", "", "Card auth flow id used to sign a channel in")
 	f.StringArrayVar(&authInput, "auth-input", nil, "form input key=value for --auth-flow (repeatable)")
 	f.BoolVar(&opts.AuthOpenURL, "auth-open-url", false, "confirm a QR flow by fetching and POSTing its qr_code_text URL")
+	f.StringVar(&opts.Tool, "tool", "", "Card tool `ID` that tool.invoke may invoke once on the signed-in channel (without it tool.invoke is skipped)")
+	f.StringVar(&toolArgs, "tool-args", "", "arguments of --tool as a `JSON` object; connector_channel_id is filled in (default {})")
 	f.DurationVar(&opts.QRWait, "qr-wait", conformance.DefaultQRWait, "how long to wait for a QR scan")
 	f.BoolVar(&jsonOut, "json", false, "print the report as JSON instead of text")
 	f.StringVar(&junitFile, "junit", "", "also write a JUnit XML report to `FILE`")
@@ -121,6 +142,12 @@ The API key may also come from XCONN_API_KEY.`,
 	f.DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "how long to wait for each answer")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	return cmd
+}
+
+// isJSONObject reports whether s is one JSON object.
+func isJSONObject(s string) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal([]byte(s), &m) == nil && m != nil
 }
 
 // usageError wraps err as exit code 2.

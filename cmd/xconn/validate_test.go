@@ -114,3 +114,40 @@ func TestValidatePacket(t *testing.T) {
 		t.Fatalf("malformed: exit %d, %q", code, out)
 	}
 }
+
+// TestValidateCardAuthFlows: xconn validate card reports the auth_flows[]
+// members the spec's table requires, and a target_type outside
+// supports.target_types, one "path: reason" line each.
+func TestValidateCardAuthFlows(t *testing.T) {
+	qr := `"id": "wechat_qr_login",
+      "target_type": "im",
+      "type": "qr_login",
+      "title": "Sign in to WeChat with a QR Code"`
+	tests := []struct {
+		name, old, new, want string
+	}{
+		{"title missing", `,
+      "title": "Sign in to WeChat with a QR Code"`, ``, "auth_flows[0].title: is required"},
+		{"title empty", `"title": "Sign in to WeChat with a QR Code"`, `"title": ""`, "auth_flows[0].title: is required"},
+		{"target_type missing", `"target_type": "im",
+      "type": "qr_login"`, `"type": "qr_login"`, "auth_flows[0].target_type: is required"},
+		{"target_type undeclared", `"target_type": "im",
+      "type": "qr_login"`, `"target_type": "email",
+      "type": "qr_login"`, `auth_flows[0].target_type: "email" is not in supports.target_types [im]`},
+	}
+	if !strings.Contains(specCard(t), qr) {
+		t.Fatal("the spec card changed: update the test")
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := strings.Replace(specCard(t), tc.old, tc.new, 1)
+			if bad == specCard(t) {
+				t.Fatal("test card did not change")
+			}
+			code, out, _ := xconn(t, bad, "validate", "card", "-")
+			if code != 1 || strings.TrimSpace(out) != tc.want {
+				t.Fatalf("exit %d, out %q; want exit 1 and exactly %q", code, out, tc.want)
+			}
+		})
+	}
+}

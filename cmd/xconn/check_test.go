@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// TestCheckHelpDocumentsToolFlags: --tool and --tool-args are in --help,
+// next to every flag that was there before.
+func TestCheckHelpDocumentsToolFlags(t *testing.T) {
+	code, out, _ := xconn(t, "", "check", "--help")
+	if code != 0 {
+		t.Fatalf("check --help: exit %d", code)
+	}
+	for _, want := range []string{"--tool ID", "--tool-args JSON", "never invents", "auth.logout",
+		"--api-key", "--auth-flow", "--auth-input", "--auth-open-url", "--qr-wait", "--json", "--junit", "--list",
+		"--markdown", "--only", "--skip", "--strict", "--timeout"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check --help lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestCheckToolArgsUsage: malformed --tool-args, or --tool-args without
+// --tool, is a usage error (exit 2) before any network access.
+func TestCheckToolArgsUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"--tool", "x", "--tool-args", "{not json"},
+		{"--tool", "x", "--tool-args", `["a"]`},
+		{"--tool", "x", "--tool-args", `"text"`},
+		{"--tool", "x", "--tool-args", "null"},
+		{"--tool", "x", "--tool-args", ""},
+		{"--tool-args", `{"text":"hi"}`},
+	} {
+		// Port 1 on loopback: a run that started would fail card.http (exit 1).
+		code, out, errOut := xconn(t, "", append([]string{"check", "http://127.0.0.1:1"}, args...)...)
+		if code != 2 || !strings.Contains(errOut, "--tool-args") || out != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 naming --tool-args", args, code, out, errOut)
+		}
+	}
+}
+
+// TestCheckToolFlag runs "xconn check" against "xconn serve webchat": with
+// --tool and --tool-args the selected tool is invoked and passes; without
+// --tool, tool.invoke is skipped with the reason; the channel is signed out
+// at the end either way.
+func TestCheckToolFlag(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	addr := freeAddr(t)
+	const key = "check-test-api-key-0123456789"
+	ctx, cancel := context.WithCancel(context.Background())
+	serveOut, serveErr := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "webchat", "--listen", addr, "--data", t.TempDir(), "--api-key", key},
+			strings.NewReader(""), serveOut, serveErr)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("serve exit %d:\n%s", code, serveErr.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop")
+		}
+	}()
+	base := waitFor(t, serveOut, regexp.MustCompile(`Base URL:\s+(\S+)`), 60*time.Second)
+
+	common := []string{"check", base, "--api-key", key, "--auth-flow", "webchat_room",
+		"--auth-input", "room=lobby", "--auth-input", "access_code=s3cret-1234", "--only", "auth.authenticated", "--only", "tool.invoke"}
+	code, out, errOut := xconn(t, "", append(common, "--tool", "webchat_message_send", "--tool-args", `{"text":"from xconn check"}`)...)
+	if code != 0 || !regexp.MustCompile(`(?m)^PASS MUST\s+tool\.invoke\s`).MatchString(out) {
+		t.Fatalf("with --tool: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "signed channel ") {
+		t.Errorf("with --tool: no sign-out reported on stderr:\n%s", errOut)
+	}
+
+	code, out, errOut = xconn(t, "", common...)
+	if code != 0 || !regexp.MustCompile(`(?m)^SKIP MUST\s+tool\.invoke\s.*\n\s+skipped:\s+no tool selected`).MatchString(out) {
+		t.Fatalf("without --tool: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "1 passed, 0 failed, 1 skipped") {
+		t.Errorf("summary line:\n%s", out)
+	}
+}
