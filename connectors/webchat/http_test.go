@@ -110,14 +110,13 @@ func postFile(t *testing.T, c *http.Client, url, text, name, mimeType string, co
 }
 
 // expectEcho reads events until the assistant's final answer to a user
-// message with id userMsg; it checks that streamed deltas came first and
-// add up to the final text.
+// message with id userMsg; it checks that the user message was shown and
+// that streamed deltas came first and add up to the final text. (The
+// stream may start before the user message event: the page shows that
+// after the message is stored, and xAgent may answer sooner.)
 func expectEcho(t *testing.T, ev *sseStream, userMsg, wantText string) webchat.MessageEvent {
 	t.Helper()
-	user := ev.next(t, func(e sseEvent) bool { return e.Type == webchat.EventMessage && strings.Contains(e.Data, userMsg) })
-	if um := decode[webchat.MessageEvent](t, user.Data); um.From != "user" {
-		t.Fatalf("user message event: %+v", um)
-	}
+	sawUser := false
 	var streamed strings.Builder
 	var streamID string
 	sawThinking := false
@@ -138,8 +137,14 @@ func expectEcho(t *testing.T, ev *sseStream, userMsg, wantText string) webchat.M
 			streamed.WriteString(d.Text)
 		case webchat.EventMessage:
 			m := decode[webchat.MessageEvent](t, e.Data)
+			if m.From == "user" && m.MessageID == userMsg {
+				sawUser = true
+			}
 			if m.From != "assistant" {
 				continue
+			}
+			if !sawUser {
+				t.Fatalf("assistant message %s before the user message %s", m.MessageID, userMsg)
 			}
 			if m.Text != wantText {
 				t.Fatalf("final text %q, want %q", m.Text, wantText)
