@@ -51,6 +51,7 @@ func TestConformance(t *testing.T) {
 			var progress bytes.Buffer
 			tc.opts.Out = &progress
 			tc.opts.Timeout = 5 * time.Second
+			tc.opts.Tool, tc.opts.ToolArgs = webchat.ToolSend, []byte(`{"text":"from the conformance suite"}`)
 			rep, err := conformance.Check(ctx, srv.URL, tc.opts)
 			if err != nil {
 				t.Fatal(err)
