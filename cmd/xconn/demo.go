@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connectors/webchat"
 	"github.com/xconn/xconn/host"
 	"github.com/xconn/xconn/internal/qr"
@@ -120,7 +123,7 @@ func runDemo(ctx context.Context, out, errOut io.Writer, f webchatFlags, agent h
 	if err != nil {
 		return err
 	}
-	defer rt.close()
+	defer demoServe(rt)() // deferred first: the connector stops after the host
 	p.say("Web chat connector at %s (chat pages under %s)", rt.baseURL, rt.conn.WebURL())
 
 	hostDSN := f.storeDSN
@@ -164,6 +167,40 @@ func runDemo(ctx context.Context, out, errOut io.Writer, f webchatFlags, agent h
 		return nil
 	}
 	return err
+}
+
+// demoServe serves the started connector of rt and returns the function
+// that stops it: the connector first (the browsers' event streams, then the
+// sockets), then the listeners and the store. It does not use the SDK's
+// Serve, which stops on SIGINT by itself: it would close the connector
+// while the embedded host is still cancelling its sign-in and closing its
+// channel.
+func demoServe(rt *webchatRuntime) (stop func()) {
+	handlers := map[net.Listener]http.Handler{rt.ln: rt.conn.Server()}
+	if rt.pubLn != nil {
+		handlers[rt.pubLn] = rt.conn.WebHandler()
+	}
+	var servers []*http.Server
+	var wg sync.WaitGroup
+	for ln, h := range handlers {
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: connector.ServeReadHeaderTimeout,
+			ReadTimeout: connector.ServeReadTimeout, IdleTimeout: connector.ServeIdleTimeout,
+			MaxHeaderBytes: connector.ServeMaxHeaderBytes, ErrorLog: slog.NewLogLogger(rt.log.Handler(), slog.LevelWarn)}
+		servers = append(servers, srv)
+		wg.Go(func() { _ = srv.Serve(ln) })
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		_ = rt.conn.Server().Close(ctx)
+		for _, srv := range servers {
+			if srv.Shutdown(ctx) != nil {
+				_ = srv.Close()
+			}
+		}
+		wg.Wait()
+		_ = rt.db.Close()
+	}
 }
 
 // demoAdmit admits the connector, replacing a stored admission of the same

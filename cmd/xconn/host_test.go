@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connectors/webchat"
 	"github.com/xconn/xconn/store"
 )
@@ -29,15 +30,16 @@ func TestHostCommand(t *testing.T) {
 	srv := httptest.NewUnstartedServer(nil)
 	srv.Start()
 	defer srv.Close()
-	conn, err := webchat.New(webchat.Options{Store: db, Delivery: db, APIKey: apiKey, PublicURL: srv.URL, DataDir: filepath.Join(dir, "files")})
+	conn, err := webchat.New(webchat.Options{SDK: connector.Options{Store: db, APIKey: apiKey, DataDir: filepath.Join(dir, "files")},
+		PublicURL: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.Start(ctx); err != nil {
+	if err := conn.Server().Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
-	srv.Config.Handler = conn
+	defer conn.Server().Close(ctx)
+	srv.Config.Handler = conn.Server()
 
 	hostDir := filepath.Join(dir, "host")
 	runHostCmd := func() (*syncBuffer, func() int) {

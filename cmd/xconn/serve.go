@@ -25,11 +25,7 @@ const (
 	serveDefaultListen  = "127.0.0.1:8080"
 	serveDefaultDataDir = "./xconn-data"
 	shutdownTimeout     = 10 * time.Second
-	// serveReadHeaderTimeout bounds request headers; there is no write timeout
-	// because event streams are long-lived (each write has its own
-	// deadline in the web side).
-	serveReadHeaderTimeout = 10 * time.Second
-	serveSigningKeyFile    = "webchat-signing.key"
+	serveSigningKeyFile = "webchat-signing.key"
 )
 
 func newServeCmd() *cobra.Command {
@@ -93,13 +89,18 @@ listener or on --public-listen. State lives in --data (SQLite) or --store.`,
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Web chat connector\n  Base URL:  %s\n  Chat page: %s\n", rt.baseURL, rt.conn.WebURL())
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "Web chat connector\n  Base URL:  %s\n  Chat page: %s\n", rt.baseURL, rt.conn.WebURL())
 			if f.apiKey == "" {
-				fmt.Fprintln(cmd.OutOrStdout(), "  API key:   none (set --api-key or XCONN_API_KEY before exposing --listen beyond this machine)")
+				fmt.Fprintln(out, "  API key:   none (set --api-key or XCONN_API_KEY before exposing --listen beyond this machine)")
 			}
-			<-cmd.Context().Done()
-			fmt.Fprintln(cmd.OutOrStdout(), "Stopping…")
-			return rt.close()
+			stopping := make(chan struct{})
+			unwatch := context.AfterFunc(cmd.Context(), func() { fmt.Fprintln(out, "Stopping…"); close(stopping) })
+			err = rt.serve(cmd.Context())
+			if !unwatch() {
+				<-stopping
+			}
+			return err
 		},
 	}
 	f.register(cmd, true)
@@ -112,19 +113,19 @@ func serveLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(connector.NewRedactingHandler(h, nil))
 }
 
-// webchatRuntime is a running web chat connector with its listeners and
-// store. close stops it.
+// webchatRuntime is a started web chat connector with its store and
+// listeners; serve runs it.
 type webchatRuntime struct {
 	conn    *webchat.Connector
 	db      *store.DB
-	servers []*http.Server
-	done    chan error // one result per server
-	baseURL string     // the connector's Base URL for xAgent
+	ln      net.Listener // the connector's, and the web side's unless pubLn
+	pubLn   net.Listener // the web side's own (--public-listen), or nil
+	baseURL string       // the connector's Base URL for xAgent
 	log     *slog.Logger
 }
 
-// startWebchat opens the store, builds and starts the connector and serves
-// it. dbName is the SQLite file used when f.storeDSN is empty.
+// startWebchat listens, opens the store, builds and starts the connector.
+// dbName is the SQLite file used when f.storeDSN is empty.
 func startWebchat(ctx context.Context, f webchatFlags, dbName string, log *slog.Logger) (*webchatRuntime, error) {
 	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
@@ -137,93 +138,76 @@ func startWebchat(ctx context.Context, f webchatFlags, dbName string, log *slog.
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
+	rt := &webchatRuntime{log: log}
+	if rt.ln, err = net.Listen("tcp", f.listen); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", f.listen, err)
 	}
-	var pubLn net.Listener
+	webLn := rt.ln
 	if f.publicListen != "" {
-		if pubLn, err = net.Listen("tcp", f.publicListen); err != nil {
-			ln.Close()
+		if rt.pubLn, err = net.Listen("tcp", f.publicListen); err != nil {
+			rt.ln.Close()
 			return nil, fmt.Errorf("listen %s: %w", f.publicListen, err)
 		}
+		webLn = rt.pubLn
 	}
-	closeListeners := func() {
-		ln.Close()
-		if pubLn != nil {
-			pubLn.Close()
-		}
-	}
+	rt.baseURL = "http://" + serveDialable(rt.ln.Addr())
 	publicURL := f.publicURL
 	if publicURL == "" {
-		webLn := ln
-		if pubLn != nil {
-			webLn = pubLn
-		}
 		publicURL = "http://" + serveDialable(webLn.Addr())
 	}
-	db, err := store.Open(ctx, dsn, store.Options{DataDir: f.dataDir})
-	if err != nil {
-		closeListeners()
-		return nil, fmt.Errorf("open store: %w", err)
-	}
-	conn, err := webchat.New(webchat.Options{
-		Store:          db,
-		Delivery:       db,
-		APIKey:         f.apiKey,
-		PublicURL:      publicURL,
-		DataDir:        filepath.Join(f.dataDir, "webchat-files"),
-		SigningKey:     key,
-		Logger:         log,
-		MaxUploadBytes: f.maxUpload,
-		LoginTTL:       f.loginTTL,
-	})
-	if err == nil {
-		err = conn.Start(ctx)
-	}
-	if err != nil {
-		closeListeners()
-		db.Close()
-		return nil, err
-	}
-	rt := &webchatRuntime{conn: conn, db: db, done: make(chan error, 2), baseURL: "http://" + serveDialable(ln.Addr()), log: log}
-	if pubLn == nil {
-		rt.serve(ln, conn)
+	if rt.db, err = store.Open(ctx, dsn, store.Options{DataDir: f.dataDir}); err != nil {
+		err = fmt.Errorf("open store: %w", err)
 	} else {
-		rt.serve(ln, conn.ConnectorHandler())
-		rt.serve(pubLn, conn.WebHandler())
+		rt.conn, err = webchat.New(webchat.Options{
+			SDK: connector.Options{Store: rt.db, APIKey: f.apiKey, DataDir: filepath.Join(f.dataDir, "webchat-files"),
+				SigningKey: key, Logger: log},
+			PublicURL:      publicURL,
+			SeparateWeb:    rt.pubLn != nil,
+			MaxUploadBytes: f.maxUpload,
+			LoginTTL:       f.loginTTL,
+		})
+		if err == nil {
+			err = rt.conn.Server().Start(ctx)
+		}
+	}
+	if err != nil {
+		rt.ln.Close()
+		if rt.pubLn != nil {
+			rt.pubLn.Close()
+		}
+		if rt.db != nil {
+			rt.db.Close()
+		}
+		return nil, err
 	}
 	return rt, nil
 }
 
-func (rt *webchatRuntime) serve(ln net.Listener, h http.Handler) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: serveReadHeaderTimeout, ErrorLog: slog.NewLogLogger(rt.log.Handler(), slog.LevelWarn)}
-	rt.servers = append(rt.servers, srv)
-	go func() {
-		err := srv.Serve(ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		rt.done <- err
-	}()
-}
-
-// close ends the browser streams and the connector, shuts the listeners
-// down, waits for the serving goroutines and closes the store.
-func (rt *webchatRuntime) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+// serve serves the connector until ctx ends or the process gets SIGINT or
+// SIGTERM; the SDK server closes in order (the browsers' event streams
+// first). A web side on its own listener is shut down after it. The store
+// is closed last.
+func (rt *webchatRuntime) serve(ctx context.Context) error {
+	if rt.pubLn == nil {
+		return errors.Join(rt.conn.Server().Serve(ctx, rt.ln), rt.db.Close())
+	}
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := []error{rt.conn.Close(ctx)}
-	for _, srv := range rt.servers {
-		if err := srv.Shutdown(ctx); err != nil {
-			errs = append(errs, err, srv.Close())
-		}
+	web := &http.Server{Handler: rt.conn.WebHandler(), ReadHeaderTimeout: connector.ServeReadHeaderTimeout,
+		ReadTimeout: connector.ServeReadTimeout, IdleTimeout: connector.ServeIdleTimeout,
+		MaxHeaderBytes: connector.ServeMaxHeaderBytes, ErrorLog: slog.NewLogLogger(rt.log.Handler(), slog.LevelWarn)}
+	webDone := make(chan error, 1)
+	go func() { webDone <- web.Serve(rt.pubLn); cancel() }()
+	err := rt.conn.Server().Serve(ctx, rt.ln)
+	sctx, scancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer scancel()
+	if e := web.Shutdown(sctx); e != nil {
+		err = errors.Join(err, e, web.Close())
 	}
-	for range rt.servers {
-		errs = append(errs, <-rt.done)
+	if e := <-webDone; !errors.Is(e, http.ErrServerClosed) {
+		err = errors.Join(err, e)
 	}
-	errs = append(errs, rt.db.Close())
-	return errors.Join(errs...)
+	return errors.Join(err, rt.db.Close())
 }
 
 // serveDialable turns a listener address into host:port a browser on this

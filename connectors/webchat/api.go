@@ -12,6 +12,9 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/xconn/xconn/connector"
+	"github.com/xconn/xconn/protocol"
 )
 
 // apiError is the JSON body of a failed API call.
@@ -33,13 +36,13 @@ func writeJSON(rw http.ResponseWriter, status int, v any) {
 
 // channelOf resolves the channel a browser API call is for: the session's
 // QR-bound channel, or the room given by ?room=.
-func (w *webSide) channelOf(rw http.ResponseWriter, r *http.Request) (string, bool) {
+func (c *Connector) channelOf(rw http.ResponseWriter, r *http.Request) (string, bool) {
 	room, ok := roomOf(r)
 	if !ok {
 		writeJSON(rw, http.StatusBadRequest, apiError{"invalid room"})
 		return "", false
 	}
-	s, ok := w.session(r)
+	s, ok := c.session(r)
 	if !ok || s.channelFor(room) == "" {
 		writeJSON(rw, http.StatusUnauthorized, apiError{"not signed in"})
 		return "", false
@@ -50,45 +53,45 @@ func (w *webSide) channelOf(rw http.ResponseWriter, r *http.Request) (string, bo
 // postMessage serves POST <base>/api/messages: JSON {"text": ...} or
 // multipart with parts "text" and "file". It answers 202 with the inbound
 // message_id once the message is durably queued for xAgent.
-func (w *webSide) postMessage(rw http.ResponseWriter, r *http.Request) {
-	if !w.sameOrigin(r) {
+func (c *Connector) postMessage(rw http.ResponseWriter, r *http.Request) {
+	if !c.sameOrigin(r) {
 		writeJSON(rw, http.StatusForbidden, apiError{"cross-origin request refused"})
 		return
 	}
-	channel, ok := w.channelOf(rw, r)
+	channel, ok := c.channelOf(rw, r)
 	if !ok {
 		return
 	}
-	r.Body = http.MaxBytesReader(rw, r.Body, w.maxUpload+64<<10)
-	text, file, cleanup, err := w.readMessage(r)
+	r.Body = http.MaxBytesReader(rw, r.Body, c.maxUpload+64<<10)
+	text, file, cleanup, err := c.readMessage(r)
 	defer cleanup()
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeJSON(rw, http.StatusRequestEntityTooLarge, apiError{fmt.Sprintf("message larger than %d bytes", w.maxUpload)})
+			writeJSON(rw, http.StatusRequestEntityTooLarge, apiError{fmt.Sprintf("message larger than %d bytes", c.maxUpload)})
 			return
 		}
 		writeJSON(rw, http.StatusBadRequest, apiError{err.Error()})
 		return
 	}
-	msg, err := w.be.postUserMessage(r.Context(), channel, text, file)
+	msg, err := c.postUserMessage(r.Context(), channel, text, file)
 	if err != nil {
 		if errors.Is(err, errChannelGone) {
 			writeJSON(rw, http.StatusGone, apiError{errChannelGone.Error()})
 			return
 		}
-		w.log.Warn("webchat: post message", "channel", channel, "error", err)
+		c.log.Warn("webchat: post message", "channel", channel, "error", err)
 		writeJSON(rw, http.StatusServiceUnavailable, apiError{"the message could not be queued; try again"})
 		return
 	}
 	if ev, err := newEvent(EventMessage, msg); err == nil {
-		w.hub.publish(channel, ev)
+		c.hub.publish(channel, ev)
 	}
 	writeJSON(rw, http.StatusAccepted, postResult{MessageID: msg.MessageID})
 }
 
 // readMessage decodes the body; cleanup releases multipart temp files.
-func (w *webSide) readMessage(r *http.Request) (string, *upload, func(), error) {
+func (c *Connector) readMessage(r *http.Request) (string, *upload, func(), error) {
 	nop := func() {}
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	var text string
@@ -115,8 +118,8 @@ func (w *webSide) readMessage(r *http.Request) (string, *upload, func(), error) 
 				return "", nil, cleanup, errors.New("one file per message")
 			}
 			fh := fhs[0]
-			if fh.Size > w.maxUpload {
-				return "", nil, cleanup, &http.MaxBytesError{Limit: w.maxUpload}
+			if fh.Size > c.maxUpload {
+				return "", nil, cleanup, &http.MaxBytesError{Limit: c.maxUpload}
 			}
 			f, err := fh.Open()
 			if err != nil {
@@ -166,17 +169,17 @@ func cleanFilename(name string) string {
 
 // events serves GET <base>/api/events as Server-Sent Events: first a
 // status event, then the channel's recent messages, then live events.
-func (w *webSide) events(rw http.ResponseWriter, r *http.Request) {
-	channel, ok := w.channelOf(rw, r)
+func (c *Connector) events(rw http.ResponseWriter, r *http.Request) {
+	channel, ok := c.channelOf(rw, r)
 	if !ok {
 		return
 	}
-	sub, err := w.hub.subscribe(channel)
+	sub, err := c.hub.subscribe(channel)
 	if err != nil {
 		writeJSON(rw, http.StatusServiceUnavailable, apiError{"too many open chats; try again later"})
 		return
 	}
-	defer w.hub.unsubscribe(sub)
+	defer c.hub.unsubscribe(sub)
 
 	h := rw.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -184,6 +187,7 @@ func (w *webSide) events(rw http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	rw.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(rw)
+	_ = rc.SetReadDeadline(time.Time{}) // a stream outlives the server's ReadTimeout
 	bw := bufio.NewWriter(rw)
 	send := func(write func() error) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
@@ -195,7 +199,11 @@ func (w *webSide) events(rw http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush() == nil
 	}
-	st, _ := newEvent(EventStatus, StatusEvent{State: w.be.channelState(r.Context(), channel)})
+	state := protocol.StatusRevoked
+	if ch, err := c.srv.Channel(channel); err == nil {
+		state = ch.Status()
+	}
+	st, _ := newEvent(EventStatus, StatusEvent{State: state})
 	if !send(func() error { return writeSSE(bw, st) }) {
 		return
 	}
@@ -238,21 +246,29 @@ func writeSSE(bw *bufio.Writer, ev event) error {
 
 // file serves GET <base>/media/<ref>: a file of the browser's channel
 // (uploads it sent and files of assistant messages).
-func (w *webSide) file(rw http.ResponseWriter, r *http.Request) {
-	channel, ok := w.channelOf(rw, r)
+func (c *Connector) file(rw http.ResponseWriter, r *http.Request) {
+	channel, ok := c.channelOf(rw, r)
 	if !ok {
 		return
 	}
-	fc, err := w.be.openFile(r.Context(), channel, r.PathValue("ref"))
+	ch, err := c.srv.Channel(channel)
+	var f *connector.File
+	if err == nil {
+		f, err = ch.OpenFile(r.Context(), r.PathValue("ref"))
+	}
+	var body io.ReadCloser
+	if err == nil {
+		body, err = f.Open()
+	}
 	if err != nil {
-		if !errors.Is(err, errNoFile) {
-			w.log.Warn("webchat: open file", "channel", channel, "error", err)
+		if protocol.AsError(err) == nil { // not merely unknown, expired or foreign
+			c.log.Warn("webchat: open file", "channel", channel, "error", err)
 		}
 		http.NotFound(rw, r)
 		return
 	}
-	defer fc.Body.Close()
-	mt := fc.MimeType
+	defer body.Close()
+	mt := f.MimeType
 	if mt == "" {
 		mt = "application/octet-stream"
 	}
@@ -262,15 +278,15 @@ func (w *webSide) file(rw http.ResponseWriter, r *http.Request) {
 	if inlineSafe(mt) {
 		disp = "inline"
 	}
-	rw.Header().Set("Content-Disposition", mime.FormatMediaType(disp, map[string]string{"filename": fc.Filename}))
-	if rs, ok := fc.Body.(io.ReadSeeker); ok {
-		http.ServeContent(rw, r, "", fc.ModTime, rs)
+	rw.Header().Set("Content-Disposition", mime.FormatMediaType(disp, map[string]string{"filename": f.Filename}))
+	if rs, ok := body.(io.ReadSeeker); ok {
+		http.ServeContent(rw, r, "", time.Time{}, rs)
 		return
 	}
-	if fc.Size > 0 {
-		rw.Header().Set("Content-Length", strconv.FormatInt(fc.Size, 10))
+	if f.Size > 0 {
+		rw.Header().Set("Content-Length", strconv.FormatInt(f.Size, 10))
 	}
-	_, _ = io.Copy(rw, fc.Body)
+	_, _ = io.Copy(rw, body)
 }
 
 // inlineSafe reports whether a file of media type mt may be shown inline:

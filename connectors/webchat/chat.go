@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,8 +15,18 @@ import (
 	"github.com/xconn/xconn/protocol"
 )
 
-// postUserMessage implements backend: the browser's message is published
-// to xAgent through the SDK's durable outbox.
+// errChannelGone: the channel of a browser session no longer works.
+var errChannelGone = errors.New("webchat: chat is no longer connected")
+
+// upload is a file a browser posts with a message.
+type upload struct {
+	Filename string
+	MimeType string
+	Body     io.Reader
+}
+
+// postUserMessage publishes a browser's message to xAgent through the
+// SDK's durable outbox and returns it as the browser will see it.
 func (c *Connector) postUserMessage(ctx context.Context, channel, text string, file *upload) (MessageEvent, error) {
 	ch, err := c.srv.Channel(channel)
 	if err != nil || !ch.Authenticated() {
@@ -57,29 +68,9 @@ func fileTypeOf(mt string) protocol.FileType {
 	return protocol.FileFile
 }
 
-// openFile implements backend: a transfer-plane file of the channel.
-func (c *Connector) openFile(ctx context.Context, channel, ref string) (fileContent, error) {
-	ch, err := c.srv.Channel(channel)
-	if err != nil {
-		return fileContent{}, errNoFile
-	}
-	f, err := ch.OpenFile(ctx, ref)
-	if err != nil {
-		if protocol.AsError(err) != nil {
-			return fileContent{}, errNoFile
-		}
-		return fileContent{}, fmt.Errorf("webchat: open file: %w", err)
-	}
-	rc, err := f.Open()
-	if err != nil {
-		return fileContent{}, fmt.Errorf("webchat: open file: %w", err)
-	}
-	return fileContent{Body: rc, Filename: f.Filename, MimeType: f.MimeType, Size: f.Size}, nil
-}
-
 // mediaURL is the browser URL of a file of a channel.
 func (c *Connector) mediaURL(ref string) string {
-	return c.webPath + "/media/" + url.PathEscape(ref)
+	return c.base + "/media/" + url.PathEscape(ref)
 }
 
 // onAssistantMessage shows a final assistant message on the page; it

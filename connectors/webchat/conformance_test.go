@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/conformance"
+	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connectors/webchat"
 	"github.com/xconn/xconn/store"
 )
@@ -28,16 +29,16 @@ func TestConformance(t *testing.T) {
 	srv := httptest.NewUnstartedServer(nil)
 	srv.Start()
 	defer srv.Close()
-	conn, err := webchat.New(webchat.Options{Store: db, Delivery: db, APIKey: apiKey, PublicURL: srv.URL,
-		DataDir: filepath.Join(dir, "files"), LoginPollInterval: 50 * time.Millisecond})
+	conn, err := webchat.New(webchat.Options{SDK: connector.Options{Store: db, APIKey: apiKey, DataDir: filepath.Join(dir, "files")},
+		PublicURL: srv.URL, LoginPollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.Start(ctx); err != nil {
+	if err := conn.Server().Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
-	srv.Config.Handler = conn
+	defer conn.Server().Close(ctx)
+	srv.Config.Handler = conn.Server()
 
 	for _, tc := range []struct {
 		name string

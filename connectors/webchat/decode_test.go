@@ -2,15 +2,17 @@ package webchat
 
 import (
 	"bytes"
+	"encoding/json"
 	"mime/multipart"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
 )
 
 func TestReadMessage(t *testing.T) {
-	w := &webSide{maxUpload: 1 << 10}
+	c := &Connector{maxUpload: 1 << 10}
 	mp := func(text string, file []byte) (string, []byte) {
 		var buf bytes.Buffer
 		mw := multipart.NewWriter(&buf)
@@ -56,7 +58,7 @@ func TestReadMessage(t *testing.T) {
 			if tt.ct != "" {
 				r.Header.Set("Content-Type", tt.ct)
 			}
-			text, file, cleanup, err := w.readMessage(r)
+			text, file, cleanup, err := c.readMessage(r)
 			defer cleanup()
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err %v, wantErr %v", err, tt.wantErr)
@@ -82,11 +84,11 @@ func FuzzReadMessage(f *testing.F) {
 	f.Add("application/json", []byte(`{"text":""}`))
 	f.Add("multipart/form-data; boundary=XX", []byte("--XX\r\nContent-Disposition: form-data; name=\"text\"\r\n\r\nhi\r\n--XX--\r\n"))
 	f.Add("multipart/form-data; boundary=XX", []byte("--XX\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a/b.png\"\r\n\r\nxx\r\n--XX--\r\n"))
-	w := &webSide{maxUpload: 4 << 10}
+	c := &Connector{maxUpload: 4 << 10}
 	f.Fuzz(func(t *testing.T, ct string, body []byte) {
 		r := httptest.NewRequest("POST", "/webchat/api/messages", bytes.NewReader(body))
 		r.Header.Set("Content-Type", ct)
-		text, file, cleanup, err := w.readMessage(r)
+		text, file, cleanup, err := c.readMessage(r)
 		defer cleanup()
 		if err != nil {
 			return
@@ -101,4 +103,24 @@ func FuzzReadMessage(f *testing.F) {
 			t.Fatalf("accepted file name %q", file.Filename)
 		}
 	})
+}
+
+// TestBindingFormat: the typed binding reads and writes the JSON that
+// channels signed in before the typed SDK have in the store.
+func TestBindingFormat(t *testing.T) {
+	for _, tt := range []struct {
+		stored string
+		want   binding
+	}{
+		{`{"kind":"room","room":"lobby","access_code":"s3cret"}`, binding{Kind: bindRoom, Room: "lobby", AccessCode: "s3cret"}},
+		{`{"kind":"qr","sessions":["k1","k2"]}`, binding{Kind: bindQR, Sessions: []string{"k1", "k2"}}},
+	} {
+		var got binding
+		if err := json.Unmarshal([]byte(tt.stored), &got); err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Fatalf("decode %s: %+v, %v", tt.stored, got, err)
+		}
+		if b, _ := json.Marshal(tt.want); string(b) != tt.stored {
+			t.Fatalf("encode %+v: %s, want %s", tt.want, b, tt.stored)
+		}
+	}
 }

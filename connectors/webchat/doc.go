@@ -3,8 +3,10 @@
 // connected to an agent through the xAgent Connector protocol 3.0.
 //
 // It is only target-specific code on the connector SDK
-// (github.com/xconn/xconn/connector): the Card and the Skill
-// (connector-im-webchat), two sign-in flows, one tool and the web side.
+// (github.com/xconn/xconn/connector): an Identity from which the SDK
+// derives the Card, the Skill (connector-im-webchat), two sign-in flows,
+// one tool, a channel client (the channel's page in the browsers) and the
+// web side, served by the SDK server itself beside the protocol endpoints.
 //
 //   - webchat_qr_login (qr_login): the QR code holds the absolute login URL
 //     <public-url>/webchat/login/<one-time-token>. A GET of it shows a
@@ -35,6 +37,8 @@
 // replays the backlog on reconnect), the per-channel backlog of recent
 // messages, access-code attempts per room.
 //
-// A Connector is safe for concurrent use once started; Close stops every
-// event stream and the SDK server and waits for their goroutines.
+// New returns a Connector; its Server runs both sides
+// (Server().ListenAndServe, or Serve on a listener) and ends the browsers'
+// event streams first when it closes. For a web side on a listener of its
+// own, set Options.SeparateWeb and serve WebHandler there.
 package webchat

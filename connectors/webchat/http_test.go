@@ -499,3 +499,33 @@ func TestRestartKeepsBrowserSignedIn(t *testing.T) {
 	}
 	expectEcho(t, ev, id, "You said: still here")
 }
+
+// TestCloseEndsEventStreams: closing the connector ends the browsers'
+// event streams first, so the HTTP server's shutdown does not wait for
+// them, and without telling the browsers that they were signed out.
+func TestCloseEndsEventStreams(t *testing.T) {
+	s := newSystem(t, systemOptions{})
+	c := newBrowserClient(t)
+	signInByQR(t, s, c, "hana")
+	ev := openEvents(t, c, s.baseURL+"/webchat/api/events")
+	ev.next(t, func(e sseEvent) bool { return e.Type == webchat.EventStatus })
+	start := time.Now()
+	s.stopConn()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("close took %v with an open event stream", d)
+	}
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case e, ok := <-ev.events:
+			if !ok {
+				return
+			}
+			if e.Type == webchat.EventStatus {
+				t.Fatalf("status event at shutdown: %s", e.Data)
+			}
+		case <-timeout:
+			t.Fatal("the event stream is still open after close")
+		}
+	}
+}

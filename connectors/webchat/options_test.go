@@ -2,10 +2,16 @@ package webchat_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connectors/webchat"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
@@ -18,17 +24,19 @@ func TestNewOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	sdk := connector.Options{Store: db}
 	tests := []struct {
 		name    string
 		opts    webchat.Options
 		wantErr string
 	}{
-		{"no store", webchat.Options{PublicURL: "http://127.0.0.1:8080"}, "Store is required"},
-		{"no public URL", webchat.Options{Store: db}, "PublicURL"},
-		{"relative public URL", webchat.Options{Store: db, PublicURL: "/chat"}, "PublicURL"},
-		{"ftp public URL", webchat.Options{Store: db, PublicURL: "ftp://example.com"}, "PublicURL"},
-		{"ok", webchat.Options{Store: db, PublicURL: "https://chat.example.com/"}, ""},
-		{"ok with web path", webchat.Options{Store: db, PublicURL: "http://127.0.0.1:8080", WebPath: "/chat/"}, ""},
+		{"no store", webchat.Options{PublicURL: "http://127.0.0.1:8080"}, "Store or Options.DataDir is required"},
+		{"no public URL", webchat.Options{SDK: sdk}, "PublicURL"},
+		{"relative public URL", webchat.Options{SDK: sdk, PublicURL: "/chat"}, "PublicURL"},
+		{"ftp public URL", webchat.Options{SDK: sdk, PublicURL: "ftp://example.com"}, "PublicURL"},
+		{"ok", webchat.Options{SDK: sdk, PublicURL: "https://chat.example.com/"}, ""},
+		{"ok with web path", webchat.Options{SDK: sdk, PublicURL: "http://127.0.0.1:8080", WebPath: "/chat/"}, ""},
+		{"ok on its own listener", webchat.Options{SDK: sdk, PublicURL: "http://127.0.0.1:8080", SeparateWeb: true}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,22 +61,39 @@ func TestNewOptions(t *testing.T) {
 	}
 }
 
+// TestCardAndSkill: the Card derived from the Identity and the
+// registrations is the one the hand-written Card of earlier versions
+// declared (testdata/connector-card.json, without the build block), and
+// the Skill names the send tool.
 func TestCardAndSkill(t *testing.T) {
-	card := webchat.Card()
+	ctx := context.Background()
+	conn, err := webchat.New(webchat.Options{SDK: connector.Options{DataDir: t.TempDir(), APIKey: testAPIKey}, PublicURL: "http://127.0.0.1:8080"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Server().Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Server().Close(ctx)
+	card := conn.Server().Card()
 	if vs := protocol.ValidateCard(card); len(vs) > 0 {
 		t.Fatalf("Card: %v", vs)
 	}
-	if card.ConnectorCardID != "im.webchat" || card.Supports.Targets[0].Provider != "webchat" ||
-		card.Supports.Targets[0].Label != "Web Chat" || !card.DeclaresProfile(protocol.ProfileIMv2) {
-		t.Fatalf("Card identity: %+v", card)
+	card.Build = protocol.Build{}
+	got, _ := json.MarshalIndent(card, "", "  ")
+	want, err := os.ReadFile(filepath.Join("testdata", "connector-card.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	qr, ok := card.AuthFlow(webchat.FlowQR)
-	if !ok || qr.Type != protocol.AuthFlowQRLogin {
-		t.Fatalf("QR flow: %+v", qr)
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatal(err)
 	}
-	room, ok := card.AuthFlow(webchat.FlowRoom)
-	if !ok || room.Type != protocol.AuthFlowForm || len(room.Fields) != 2 || !room.Fields[1].IsSecret() || !room.Fields[0].Required || !room.Fields[1].Required {
-		t.Fatalf("room flow: %+v", room)
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("Card:\n%s\nwant:\n%s", got, want)
 	}
 	h, err := protocol.ParseSkillHeader(webchat.Skill())
 	if err != nil || h.Name != webchat.SkillName || h.Name != protocol.PrimarySkillName(webchat.CardID) {
@@ -76,5 +101,45 @@ func TestCardAndSkill(t *testing.T) {
 	}
 	if !strings.Contains(string(webchat.Skill()), webchat.ToolSend) {
 		t.Fatal("the Skill does not say which tool sends proactive messages")
+	}
+}
+
+// TestSeparateWeb: by default the SDK server serves the web side too; with
+// SeparateWeb only WebHandler does, and the server keeps to the protocol.
+func TestSeparateWeb(t *testing.T) {
+	ctx := context.Background()
+	for _, separate := range []bool{false, true} {
+		conn, err := webchat.New(webchat.Options{SDK: connector.Options{DataDir: t.TempDir()},
+			PublicURL: "http://127.0.0.1:8080", SeparateWeb: separate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.Server().Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		status := func(h http.Handler, path string) int {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			return rec.Code
+		}
+		wantServer := http.StatusOK
+		if separate {
+			wantServer = http.StatusNotFound
+		}
+		if got := status(conn.Server(), "/webchat/"); got != wantServer {
+			t.Errorf("separate=%v: server GET /webchat/: %d, want %d", separate, got, wantServer)
+		}
+		if got := status(conn.WebHandler(), "/webchat/"); got != http.StatusOK {
+			t.Errorf("separate=%v: web handler GET /webchat/: %d", separate, got)
+		}
+		if got := status(conn.WebHandler(), "/connector-card.json"); got != http.StatusNotFound {
+			t.Errorf("separate=%v: web handler serves the Card: %d", separate, got)
+		}
+		if got := status(conn.Server(), "/connector-card.json"); got != http.StatusOK {
+			t.Errorf("separate=%v: server GET /connector-card.json: %d", separate, got)
+		}
+		if err := conn.Server().Close(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -61,11 +61,11 @@ type pageData struct {
 
 // render executes t into a buffer first, so that a template error never
 // leaves a half-written page.
-func (w *webSide) render(rw http.ResponseWriter, t *template.Template, status int, d pageData) {
-	d.Base = w.base
+func (c *Connector) render(rw http.ResponseWriter, t *template.Template, status int, d pageData) {
+	d.Base = c.base
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", d); err != nil {
-		w.log.Error("webchat: render page", "error", err)
+		c.log.Error("webchat: render page", "error", err)
 		http.Error(rw, "internal error", http.StatusInternalServerError)
 		return
 	}

@@ -28,57 +28,57 @@ func normalizeRoom(room string) (string, bool) {
 
 // roomPage serves GET <base>/rooms/<room>: the room's chat for a browser
 // that entered the access code, else the access code form.
-func (w *webSide) roomPage(rw http.ResponseWriter, r *http.Request) {
+func (c *Connector) roomPage(rw http.ResponseWriter, r *http.Request) {
 	room, ok := normalizeRoom(r.PathValue("room"))
-	if !ok || !w.be.roomExists(r.Context(), room) {
-		w.render(rw, w.pages.notice, http.StatusNotFound, pageData{Title: "Web Chat", Error: "There is no such room."})
+	if !ok || !c.roomExists(room) {
+		c.render(rw, c.pages.notice, http.StatusNotFound, pageData{Title: "Web Chat", Error: "There is no such room."})
 		return
 	}
-	if s, ok := w.session(r); ok && s.rooms[room] != "" {
-		w.render(rw, w.pages.chat, http.StatusOK, pageData{Title: "Room " + room, Room: room, SignedIn: true})
+	if s, ok := c.session(r); ok && s.rooms[room] != "" {
+		c.render(rw, c.pages.chat, http.StatusOK, pageData{Title: "Room " + room, Room: room, SignedIn: true})
 		return
 	}
-	w.render(rw, w.pages.room, http.StatusOK, pageData{Title: "Room " + room, Room: room})
+	c.render(rw, c.pages.room, http.StatusOK, pageData{Title: "Room " + room, Room: room})
 }
 
 // roomEnter serves POST <base>/rooms/<room> with form field access_code.
-// The code is compared in constant time by the backend and never echoed;
+// The code is compared in constant time (enterRoom) and never echoed;
 // failures are rate limited per room.
-func (w *webSide) roomEnter(rw http.ResponseWriter, r *http.Request) {
+func (c *Connector) roomEnter(rw http.ResponseWriter, r *http.Request) {
 	room, ok := normalizeRoom(r.PathValue("room"))
 	if !ok {
-		w.render(rw, w.pages.notice, http.StatusNotFound, pageData{Title: "Web Chat", Error: "There is no such room."})
+		c.render(rw, c.pages.notice, http.StatusNotFound, pageData{Title: "Web Chat", Error: "There is no such room."})
 		return
 	}
-	if !w.sameOrigin(r) {
-		w.render(rw, w.pages.notice, http.StatusForbidden, pageData{Title: "Web Chat", Error: "Cross-site request refused."})
+	if !c.sameOrigin(r) {
+		c.render(rw, c.pages.notice, http.StatusForbidden, pageData{Title: "Web Chat", Error: "Cross-site request refused."})
 		return
 	}
 	r.Body = http.MaxBytesReader(rw, r.Body, 4096)
 	if err := r.ParseForm(); err != nil {
-		w.render(rw, w.pages.room, http.StatusBadRequest, pageData{Title: "Room " + room, Room: room, Error: "The form could not be read."})
+		c.render(rw, c.pages.room, http.StatusBadRequest, pageData{Title: "Room " + room, Room: room, Error: "The form could not be read."})
 		return
 	}
-	if !w.limiter.allow(room, w.now()) {
-		w.render(rw, w.pages.room, http.StatusTooManyRequests, pageData{Title: "Room " + room, Room: room, Error: "Too many wrong codes. Wait a minute and try again."})
+	if !c.limiter.allow(room, time.Now()) {
+		c.render(rw, c.pages.room, http.StatusTooManyRequests, pageData{Title: "Room " + room, Room: room, Error: "Too many wrong codes. Wait a minute and try again."})
 		return
 	}
-	channel, err := w.be.enterRoom(r.Context(), room, r.PostFormValue("access_code"))
+	channel, err := c.enterRoom(room, r.PostFormValue("access_code"))
 	switch {
 	case errors.Is(err, errNoRoom):
-		w.render(rw, w.pages.notice, http.StatusNotFound, pageData{Title: "Web Chat", Error: "There is no such room."})
+		c.render(rw, c.pages.notice, http.StatusNotFound, pageData{Title: "Web Chat", Error: "There is no such room."})
 		return
 	case errors.Is(err, errWrongCode):
-		w.limiter.fail(room, w.now())
-		w.render(rw, w.pages.room, http.StatusForbidden, pageData{Title: "Room " + room, Room: room, Error: "That access code is not right."})
+		c.limiter.fail(room, time.Now())
+		c.render(rw, c.pages.room, http.StatusForbidden, pageData{Title: "Room " + room, Room: room, Error: "That access code is not right."})
 		return
 	case err != nil:
-		w.log.Warn("webchat: enter room", "room", room, "error", err)
-		w.render(rw, w.pages.notice, http.StatusServiceUnavailable, pageData{Title: "Web Chat", Error: "The room cannot be entered right now."})
+		c.log.Warn("webchat: enter room", "room", room, "error", err)
+		c.render(rw, c.pages.notice, http.StatusServiceUnavailable, pageData{Title: "Web Chat", Error: "The room cannot be entered right now."})
 		return
 	}
-	w.bindSession(rw, w.cookieID(r), room, channel)
-	http.Redirect(rw, r, w.base+"/rooms/"+room, http.StatusSeeOther)
+	c.bindSession(rw, c.cookieID(r), room, channel)
+	http.Redirect(rw, r, c.base+"/rooms/"+room, http.StatusSeeOther)
 }
 
 // Defaults of the access-code attempt limiter.

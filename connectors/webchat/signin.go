@@ -4,13 +4,22 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/protocol"
+)
+
+// Errors the web side maps to pages and HTTP statuses.
+var (
+	// errLoginInvalid: the login token is unknown, used or expired.
+	errLoginInvalid = errors.New("webchat: login link invalid or expired")
+	// errNoRoom: no authenticated channel has this room.
+	errNoRoom = errors.New("webchat: no such room")
+	// errWrongCode: the access code does not match.
+	errWrongCode = errors.New("webchat: wrong access code")
 )
 
 // Binding kinds.
@@ -26,133 +35,83 @@ const maxQRSessionsPerChannel = 16
 // MaxAccessCodeLength bounds a room access code.
 const MaxAccessCodeLength = 256
 
-// bindingData is the web chat's target binding of a channel, kept by the
-// SDK in the store's encrypted Binding. It holds secrets (the access code)
-// and is never logged.
-type bindingData struct {
+// binding is the web chat's target binding of a channel, sealed by the SDK
+// (encrypted at rest, never logged). Its JSON is the one stored before the
+// typed SDK, so channels signed in by earlier versions stay readable.
+type binding struct {
 	Kind string `json:"kind"`
 	// Room and AccessCode are set for a room channel.
 	Room       string `json:"room,omitempty"`
-	AccessCode string `json:"access_code,omitempty"`
+	AccessCode string `json:"access_code,omitempty" secret:"true"`
 	// Sessions are the session keys (hashes of cookies) of the browsers
 	// signed in by QR, newest last.
 	Sessions []string `json:"sessions,omitempty"`
 }
 
-func decodeBinding(b connector.Binding) (bindingData, error) {
-	var d bindingData
-	if err := json.Unmarshal(b.Data, &d); err != nil {
-		return d, fmt.Errorf("webchat: decode binding: %w", err)
-	}
-	return d, nil
+// roomLogin is the form of the room flow; the SDK derives the Card's
+// fields from it.
+type roomLogin struct {
+	Room       string `json:"room" label:"Room name" placeholder:"lobby" help:"1 to 64 of a-z, 0-9, '-' and '_'."`
+	AccessCode string `json:"access_code" label:"Access code" secret:"true" help:"People enter it to join the room. It is stored encrypted and never shown again."`
 }
 
-func encodeBinding(d bindingData) []byte {
-	b, _ := json.Marshal(d) // a struct of strings always encodes
-	return b
-}
-
-// roomIndex maps room names to their channels. It is rebuilt from bound
-// channels at start (OnBind) and bounded by the store's channel limit.
-// Safe for concurrent use.
-type roomIndex struct {
-	mu     sync.Mutex
-	byRoom map[string]string
-	byChan map[string]string
-}
-
-func newRoomIndex() *roomIndex {
-	return &roomIndex{byRoom: make(map[string]string), byChan: make(map[string]string)}
-}
-
-// reserve binds room to channel unless another channel has it.
-func (x *roomIndex) reserve(room, channel string) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if cur, ok := x.byRoom[room]; ok && cur != channel {
-		return false
-	}
-	if old, ok := x.byChan[channel]; ok && old != room {
-		delete(x.byRoom, old)
-	}
-	x.byRoom[room] = channel
-	x.byChan[channel] = room
-	return true
-}
-
-func (x *roomIndex) channel(room string) (string, bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	ch, ok := x.byRoom[room]
-	return ch, ok
-}
-
-func (x *roomIndex) drop(channel string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if room, ok := x.byChan[channel]; ok {
-		delete(x.byRoom, room)
-		delete(x.byChan, channel)
-	}
-}
-
-// openRoom is the room flow's FormFunc: it checks the room name, reserves
-// it for the channel and returns the binding with the access code (stored
-// encrypted, redacted from logs).
-func (c *Connector) openRoom(_ context.Context, ch *connector.Channel, in connector.Input) (connector.Binding, error) {
-	room, ok := normalizeRoom(in.Get("room"))
+// openRoom signs a channel in to a room that no other channel has; the
+// access code goes into the binding.
+func (c *Connector) openRoom(_ context.Context, ch *connector.Channel, in roomLogin) (connector.Account[binding], error) {
+	var none connector.Account[binding]
+	room, ok := normalizeRoom(in.Room)
 	if !ok {
-		return connector.Binding{}, protocol.Errorf(protocol.CodeInvalidAuthInput,
+		return none, protocol.Errorf(protocol.CodeInvalidAuthInput,
 			"room must be 1 to %d of a-z, 0-9, '-' and '_'", MaxRoomNameLength)
 	}
-	code := in.Secret("access_code")
-	if code == "" || len(code) > MaxAccessCodeLength {
-		return connector.Binding{}, protocol.Errorf(protocol.CodeInvalidAuthInput,
+	if in.AccessCode == "" || len(in.AccessCode) > MaxAccessCodeLength {
+		return none, protocol.Errorf(protocol.CodeInvalidAuthInput,
 			"access_code must be 1 to %d bytes", MaxAccessCodeLength)
 	}
-	if !c.rooms.reserve(room, ch.ID()) {
-		return connector.Binding{}, protocol.Errorf(protocol.CodeInvalidAuthInput, "room %q is already in use", room)
+	for _, m := range c.rooms.Members(room).Channels() {
+		if m.Channel.ID() != ch.ID() {
+			return none, protocol.Errorf(protocol.CodeInvalidAuthInput, "room %q is already in use", room)
+		}
 	}
-	return connector.Binding{
-		Data:        encodeBinding(bindingData{Kind: bindRoom, Room: room, AccessCode: code}),
+	return connector.Account[binding]{
+		Binding:     binding{Kind: bindRoom, Room: room, AccessCode: in.AccessCode},
 		DisplayName: "Room " + room,
-		AccountHint: c.webPath + "/rooms/" + room,
-		Secrets:     []string{code},
+		AccountHint: c.base + "/rooms/" + room,
 	}, nil
 }
 
-// onBind runs after a sign-in and, at start, for restored channels: it
-// indexes rooms and restores QR-signed-in browsers.
-func (c *Connector) onBind(_ context.Context, ch *connector.Channel, b connector.Binding) error {
-	d, err := decodeBinding(b)
-	if err != nil {
-		return err
-	}
-	switch d.Kind {
-	case bindRoom:
-		if !c.rooms.reserve(d.Room, ch.ID()) {
-			return fmt.Errorf("webchat: room %q is bound to two channels", d.Room)
-		}
-	case bindQR:
+// page is the client of a signed-in channel: its chat page in the
+// browsers. The SDK makes it on sign-in and on restore, and closes it when
+// the binding ends.
+type page struct {
+	c  *Connector
+	ch *connector.Channel
+}
+
+// newPage signs the browsers recorded in a QR binding in again (after a
+// restart) and tells open streams that the chat works.
+func (c *Connector) newPage(_ context.Context, ch *connector.Channel, b binding) (*page, error) {
+	if b.Kind == bindQR {
 		now := time.Now()
-		for _, key := range d.Sessions {
+		for _, key := range b.Sessions {
 			c.sessions.restore(key, ch.ID(), now)
 		}
 	}
-	c.publishStatus(ch.ID(), ch.Status(), "")
-	return nil
+	c.publishStatus(ch.ID(), protocol.StatusConnected, "")
+	return &page{c: c, ch: ch}, nil
 }
 
-// onUnbind runs before a binding is cleared (logout, replacement, lease
-// expiry): browsers of the channel are signed out.
-func (c *Connector) onUnbind(_ context.Context, ch *connector.Channel, _ connector.Binding, reason connector.UnbindReason) error {
-	if reason == connector.UnbindReplaced {
-		return nil // a new sign-in of the same channel: keep its browsers
+// Close signs the channel's browsers out and ends their streams (logout,
+// lease expiry), unless a new sign-in of the channel replaced the binding:
+// then its browsers stay.
+func (p *page) Close() error {
+	if cur, err := connector.ClientOf[*page](p.ch); err == nil && cur != p {
+		return nil
 	}
-	c.rooms.drop(ch.ID())
-	c.sessions.unbindChannel(ch.ID())
-	c.publishStatus(ch.ID(), protocol.StatusRevoked, "This chat was signed out.")
-	c.hub.forget(ch.ID())
+	id := p.ch.ID()
+	p.c.sessions.unbindChannel(id)
+	p.c.publishStatus(id, protocol.StatusRevoked, "This chat was signed out.")
+	p.c.hub.forget(id)
 	return nil
 }
 
@@ -162,8 +121,8 @@ func (c *Connector) publishStatus(channel, state, detail string) {
 	}
 }
 
-// loginScanned implements backend: a browser opened the login URL.
-func (c *Connector) loginScanned(ctx context.Context, token string) error {
+// markScanned: a browser opened the login URL.
+func (c *Connector) markScanned(ctx context.Context, token string) error {
 	info, err := c.srv.AuthLookup(token)
 	if err != nil || !loginOpen(info) {
 		return errLoginInvalid
@@ -185,36 +144,32 @@ func loginOpen(info connector.AuthInfo) bool {
 	return info.Status == protocol.AuthPending || info.Status == protocol.AuthScanned
 }
 
-// loginConfirm implements backend: the browser pressed Confirm. The
-// browser's session key joins the channel's QR binding (keeping the other
-// browsers already signed in to the channel, at most
-// maxQRSessionsPerChannel).
-func (c *Connector) loginConfirm(ctx context.Context, token, sessionKey string) (string, error) {
+// confirmLogin: the browser pressed Confirm. The browser's session key
+// joins the channel's QR binding (keeping the other browsers already
+// signed in to the channel, at most maxQRSessionsPerChannel); it returns
+// the channel.
+func (c *Connector) confirmLogin(ctx context.Context, token, sessionKey string) (string, error) {
 	info, err := c.srv.AuthLookup(token)
 	if err != nil || !loginOpen(info) {
 		return "", errLoginInvalid
 	}
-	d := bindingData{Kind: bindQR}
+	b := binding{Kind: bindQR}
 	if ch, err := c.srv.Channel(info.ChannelID); err == nil {
-		if b, ok := ch.Binding(); ok {
-			if old, err := decodeBinding(b); err == nil && old.Kind == bindQR {
-				d.Sessions = old.Sessions
-			}
+		if old, ok := connector.BindingOf[binding](ch); ok && old.Kind == bindQR {
+			b.Sessions = old.Sessions
 		}
 	}
-	d.Sessions = appendSession(d.Sessions, sessionKey)
-	b := connector.Binding{
-		Data:        encodeBinding(d),
-		DisplayName: "Web Chat browser",
-		AccountHint: fmt.Sprintf("%d browser(s)", len(d.Sessions)),
-	}
-	if err := c.srv.AuthComplete(ctx, token, b); err != nil {
+	b.Sessions = appendSession(b.Sessions, sessionKey)
+	acct := connector.Account[binding]{Binding: b, DisplayName: "Web Chat browser",
+		AccountHint: fmt.Sprintf("%d browser(s)", len(b.Sessions))}
+	if err := connector.CompleteQR(ctx, c.srv, token, acct); err != nil {
 		return "", fmt.Errorf("%w: %w", errLoginInvalid, err)
 	}
-	c.log.Info("webchat: browser signed in by QR", "channel", info.ChannelID)
 	return info.ChannelID, nil
 }
 
+// appendSession returns a new list: list without key, then key, at most
+// maxQRSessionsPerChannel long.
 func appendSession(list []string, key string) []string {
 	out := make([]string, 0, len(list)+1)
 	for _, k := range list {
@@ -229,35 +184,25 @@ func appendSession(list []string, key string) []string {
 	return out
 }
 
-// roomExists implements backend.
-func (c *Connector) roomExists(_ context.Context, room string) bool {
-	_, ok := c.rooms.channel(room)
-	return ok
+// roomExists reports whether a signed-in channel has room.
+func (c *Connector) roomExists(room string) bool {
+	return len(c.rooms.Members(room).Channels()) > 0
 }
 
-// enterRoom implements backend: the access code is compared in constant
-// time (as SHA-256 digests, so the length does not leak either).
-func (c *Connector) enterRoom(_ context.Context, room, code string) (string, error) {
-	id, ok := c.rooms.channel(room)
-	if !ok {
+// enterRoom checks the access code of room and returns its channel. The
+// code is compared in constant time (as SHA-256 digests, so the length
+// does not leak either).
+func (c *Connector) enterRoom(room, code string) (string, error) {
+	members := c.rooms.Members(room).Channels()
+	if len(members) == 0 {
 		return "", errNoRoom
 	}
-	ch, err := c.srv.Channel(id)
-	if err != nil {
-		return "", errNoRoom
-	}
-	b, ok := ch.Binding()
-	if !ok {
-		return "", errNoRoom
-	}
-	d, err := decodeBinding(b)
-	if err != nil || d.Kind != bindRoom || d.Room != room {
-		return "", errNoRoom
-	}
-	want := sha256.Sum256([]byte(d.AccessCode))
 	got := sha256.Sum256([]byte(code))
-	if subtle.ConstantTimeCompare(want[:], got[:]) != 1 {
-		return "", errWrongCode
+	for _, m := range members {
+		want := sha256.Sum256([]byte(m.Binding.AccessCode))
+		if subtle.ConstantTimeCompare(want[:], got[:]) == 1 {
+			return m.Channel.ID(), nil
+		}
 	}
-	return id, nil
+	return "", errWrongCode
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connectors/webchat"
 	"github.com/xconn/xconn/host"
 	"github.com/xconn/xconn/store"
@@ -132,43 +133,37 @@ func (s *system) startConnector(ctx context.Context, addr string) {
 	}
 	s.baseURL = "http://" + ln.Addr().String()
 	conn, err := webchat.New(webchat.Options{
-		Store:     s.cdb,
-		Delivery:  s.cdb,
-		APIKey:    testAPIKey,
+		SDK: connector.Options{
+			Store:  s.cdb,
+			APIKey: testAPIKey,
+			// DataDir holds the file cache here (Store is given).
+			DataDir: filepath.Join(s.dir, "files"),
+			Logger:  s.log,
+			// A fixed key keeps signed URLs valid across a restart.
+			SigningKey: bytes.Repeat([]byte{7}, 32),
+		},
 		PublicURL: s.baseURL,
-		DataDir:   filepath.Join(s.dir, "files"),
-		Logger:    s.log,
 		LoginTTL:  s.opts.loginTTL,
-		// A fixed key keeps signed URLs valid across a restart.
-		SigningKey: bytes.Repeat([]byte{7}, 32),
 		// Fast polling keeps the sign-in tests short.
 		LoginPollInterval: 50 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.Start(ctx); err != nil {
+	if err := conn.Server().Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: conn, ReadHeaderTimeout: 5 * time.Second}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
+	sctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- conn.Server().Serve(sctx, ln) }()
 	s.conn = conn
 	var once sync.Once
 	s.stopConn = func() {
 		once.Do(func() {
-			cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer ccancel()
-			if err := conn.Close(cctx); err != nil {
-				t.Errorf("connector close: %v", err)
+			stop()
+			if err := <-served; err != nil {
+				t.Errorf("connector: %v", err)
 			}
-			if err := srv.Shutdown(cctx); err != nil {
-				t.Errorf("http shutdown: %v", err)
-			}
-			<-served
 		})
 	}
 }

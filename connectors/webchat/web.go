@@ -1,7 +1,6 @@
 package webchat
 
 import (
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -25,105 +24,58 @@ const (
 	sseWriteTimeout = 10 * time.Second
 )
 
-// webSide serves the browser pages and API under one path prefix. It holds
-// no goroutines of its own: SSE streams run on the HTTP server's handler
-// goroutines and end when close is called. Safe for concurrent use.
-type webSide struct {
-	base      string   // path prefix without trailing slash, e.g. "/webchat"
-	publicURL *url.URL // absolute URL the browsers use, for Origin checks and cookies
-	maxUpload int64
-	be        backend
-	hub       *hub
-	sessions  *sessionStore
-	limiter   *attemptLimiter
-	pages     *pages
-	log       *slog.Logger
-	now       func() time.Time
-	mux       *http.ServeMux
-}
-
-type webConfig struct {
-	base      string
-	publicURL *url.URL
-	maxUpload int64
-	be        backend
-	hub       *hub
-	sessions  *sessionStore
-	log       *slog.Logger
-	now       func() time.Time
-}
-
-func newWebSide(c webConfig) (*webSide, error) {
-	pg, err := loadPages()
-	if err != nil {
-		return nil, err
-	}
-	w := &webSide{
-		base:      strings.TrimSuffix(c.base, "/"),
-		publicURL: c.publicURL,
-		maxUpload: c.maxUpload,
-		be:        c.be,
-		hub:       c.hub,
-		sessions:  c.sessions,
-		limiter:   newAttemptLimiter(0, 0, 0),
-		pages:     pg,
-		log:       c.log,
-		now:       c.now,
-		mux:       http.NewServeMux(),
-	}
-	if w.maxUpload <= 0 {
-		w.maxUpload = DefaultMaxUploadBytes
-	}
-	b := w.base
-	w.mux.HandleFunc("GET "+b+"/{$}", w.chatPage)
-	w.mux.Handle("GET "+b+"/static/", http.StripPrefix(b+"/static/", staticHandler()))
-	w.mux.HandleFunc("GET "+b+"/login/{token}", w.loginPage)
-	w.mux.HandleFunc("POST "+b+"/login/{token}", w.loginConfirm)
-	w.mux.HandleFunc("GET "+b+"/rooms/{room}", w.roomPage)
-	w.mux.HandleFunc("POST "+b+"/rooms/{room}", w.roomEnter)
-	w.mux.HandleFunc("POST "+b+"/api/messages", w.postMessage)
-	w.mux.HandleFunc("GET "+b+"/api/events", w.events)
-	w.mux.HandleFunc("GET "+b+"/media/{ref}", w.file)
-	w.mux.HandleFunc("GET "+b, func(rw http.ResponseWriter, r *http.Request) {
+// routes returns the web side: the browser pages and API under the web
+// path, with conservative security headers on every response. It holds no
+// goroutines of its own: SSE streams run on the HTTP server's handler
+// goroutines and end when the SDK server closes (OnClose).
+func (c *Connector) routes() http.Handler {
+	mux := http.NewServeMux()
+	b := c.base
+	mux.HandleFunc("GET "+b+"/{$}", c.chatPage)
+	mux.Handle("GET "+b+"/static/", http.StripPrefix(b+"/static/", staticHandler()))
+	mux.HandleFunc("GET "+b+"/login/{token}", c.loginPage)
+	mux.HandleFunc("POST "+b+"/login/{token}", c.loginConfirm)
+	mux.HandleFunc("GET "+b+"/rooms/{room}", c.roomPage)
+	mux.HandleFunc("POST "+b+"/rooms/{room}", c.roomEnter)
+	mux.HandleFunc("POST "+b+"/api/messages", c.postMessage)
+	mux.HandleFunc("GET "+b+"/api/events", c.events)
+	mux.HandleFunc("GET "+b+"/media/{ref}", c.file)
+	mux.HandleFunc("GET "+b, func(rw http.ResponseWriter, r *http.Request) {
 		http.Redirect(rw, r, b+"/", http.StatusFound)
 	})
-	return w, nil
-}
-
-// ServeHTTP serves the web side; every response carries conservative
-// security headers.
-func (w *webSide) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	h := rw.Header()
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "same-origin") // "no-referrer" would make form posts send Origin: null
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'")
-	w.mux.ServeHTTP(rw, r)
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		h := rw.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin") // "no-referrer" would make form posts send Origin: null
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'")
+		mux.ServeHTTP(rw, r)
+	})
 }
 
 // cookiePath is the path scope of the session cookie.
-func (w *webSide) cookiePath() string { return w.base + "/" }
+func (c *Connector) cookiePath() string { return c.base + "/" }
 
 // secureCookies reports whether cookies are marked Secure.
-func (w *webSide) secureCookies() bool {
-	return w.publicURL != nil && w.publicURL.Scheme == "https"
+func (c *Connector) secureCookies() bool {
+	return c.public != nil && c.public.Scheme == "https"
 }
 
 // session returns the browser's session, if its cookie names a live one.
-func (w *webSide) session(r *http.Request) (sessionView, bool) {
-	c, err := r.Cookie(CookieName)
-	if err != nil || c.Value == "" {
+func (c *Connector) session(r *http.Request) (sessionView, bool) {
+	ck, err := r.Cookie(CookieName)
+	if err != nil || ck.Value == "" {
 		return sessionView{}, false
 	}
-	return w.sessions.get(c.Value, w.now())
+	return c.sessions.get(ck.Value, time.Now())
 }
 
 // cookieID returns the browser's session cookie value when it names a live
 // session, else a new random one.
-func (w *webSide) cookieID(r *http.Request) string {
-	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
-		if _, ok := w.sessions.get(c.Value, w.now()); ok {
-			return c.Value
+func (c *Connector) cookieID(r *http.Request) string {
+	if ck, err := r.Cookie(CookieName); err == nil && ck.Value != "" {
+		if _, ok := c.sessions.get(ck.Value, time.Now()); ok {
+			return ck.Value
 		}
 	}
 	return connector.NewID("wcs_")
@@ -131,15 +83,15 @@ func (w *webSide) cookieID(r *http.Request) string {
 
 // bindSession binds channel (for room, "" = home) to the session of cookie
 // value id and sets the cookie.
-func (w *webSide) bindSession(rw http.ResponseWriter, id, room, channel string) {
-	w.sessions.bind(id, room, channel, w.now())
-	http.SetCookie(rw, sessionCookie(id, w.cookiePath(), w.secureCookies(), w.sessions.ttl))
+func (c *Connector) bindSession(rw http.ResponseWriter, id, room, channel string) {
+	c.sessions.bind(id, room, channel, time.Now())
+	http.SetCookie(rw, sessionCookie(id, c.cookiePath(), c.secureCookies(), c.sessions.ttl))
 }
 
 // sameOrigin refuses cross-site API writes: a present Origin header must
 // name this host or the public URL's host. (The SameSite=Lax cookie already
 // keeps cross-site POSTs unauthenticated; this is a second fence.)
-func (w *webSide) sameOrigin(r *http.Request) bool {
+func (c *Connector) sameOrigin(r *http.Request) bool {
 	o := r.Header.Get("Origin")
 	if o == "" {
 		return true
@@ -151,7 +103,7 @@ func (w *webSide) sameOrigin(r *http.Request) bool {
 	if strings.EqualFold(u.Host, r.Host) {
 		return true
 	}
-	return w.publicURL != nil && strings.EqualFold(u.Host, w.publicURL.Host)
+	return c.public != nil && strings.EqualFold(u.Host, c.public.Host)
 }
 
 // roomOf returns the validated room query parameter ("" for home).
@@ -162,6 +114,3 @@ func roomOf(r *http.Request) (string, bool) {
 	}
 	return normalizeRoom(room)
 }
-
-// close ends every browser stream (before the HTTP server shuts down).
-func (w *webSide) close() { w.hub.close() }
