@@ -187,7 +187,6 @@ func (c *Connector) events(rw http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	rw.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(rw)
-	_ = rc.SetReadDeadline(time.Time{}) // a stream outlives the server's ReadTimeout
 	bw := bufio.NewWriter(rw)
 	send := func(write func() error) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
