@@ -201,7 +201,23 @@ type HostStore interface {
 	// ListUserChannels lists by user and card; userID "" lists every user's
 	// channels of the card. Ordered by CreatedAt, then ID.
 	ListUserChannels(ctx context.Context, userID, cardID string) ([]UserChannel, error)
+	// DeleteUserChannel removes a record and the conversation memory
+	// keyed by its ID.
 	DeleteUserChannel(ctx context.Context, id string) error
+
+	// AppendMemory appends entries to a conversation's memory (an agent's
+	// messages, opaque bytes, encrypted at rest) and drops the oldest ones
+	// beyond maxEntries entries or maxBytes bytes, both clamped to
+	// MaxMemoryEntries and MaxMemoryBytes (zero or less takes the bound),
+	// in one transaction. An entry larger than MaxMemoryEntryBytes or
+	// maxBytes fails with ErrMemoryEntryTooLarge (ErrLimit) and nothing is
+	// appended. A conversation key is non-empty UTF-8 without NUL bytes, at
+	// most MaxMemoryConversationBytes long; agents use the user channel ID.
+	AppendMemory(ctx context.Context, conversation string, entries [][]byte, maxEntries int, maxBytes int64) error
+	// ListMemory returns a conversation's entries, oldest first.
+	ListMemory(ctx context.Context, conversation string) ([]MemoryEntry, error)
+	// ClearMemory forgets a conversation.
+	ClearMemory(ctx context.Context, conversation string) error
 }
 
 // Leaser grants a named lease to one holder at a time across processes that

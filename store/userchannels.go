@@ -100,10 +100,16 @@ func (db *DB) ListUserChannels(ctx context.Context, userID, cardID string) ([]Us
 	return collect(rows, scanUserChannel, "list user channels")
 }
 
-// DeleteUserChannel removes a record (no error when absent).
+// DeleteUserChannel removes a record and the conversation memory keyed by
+// its ID (no error when absent).
 func (db *DB) DeleteUserChannel(ctx context.Context, id string) error {
-	if _, err := db.w.ExecContext(ctx, db.q(`DELETE FROM user_channels WHERE id = ?`), id); err != nil {
-		return fmt.Errorf("store: delete user channel: %w", err)
-	}
-	return nil
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, db.q(`DELETE FROM user_channels WHERE id = ?`), id); err != nil {
+			return fmt.Errorf("store: delete user channel: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, db.q(`DELETE FROM conversation_memory WHERE conversation = ?`), id); err != nil {
+			return fmt.Errorf("store: delete user channel: memory: %w", err)
+		}
+		return nil
+	})
 }
