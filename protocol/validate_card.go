@@ -37,7 +37,12 @@ func ValidateCard(c *Card) Violations {
 	case c.ProtocolVersion != ProtocolVersion:
 		vs.add("protocol_version", "must be %q, not %q", ProtocolVersion, c.ProtocolVersion)
 	}
-	if c.Build.BuildTime == "" {
+	switch {
+	case c.Build.Version == "" && c.Build.GitTag == "" && c.Build.GitRev == "" && c.Build.BuildTime == "" && len(c.Build.Extensions) == 0:
+		// The whole block is missing (or empty): say so, not which of its
+		// members is missing.
+		vs.add("build", buildRequired)
+	case c.Build.BuildTime == "":
 		vs.add("build.build_time", "is required")
 	}
 	if c.ConnectorCardID == "" {
@@ -82,6 +87,10 @@ func ValidateCardJSON(data []byte) (*Card, Violations) {
 		return nil, mergeSchemaAndRules(vs, schema)
 	}
 	rules := ValidateCard(c)
+	if i := slices.IndexFunc(rules, func(v Violation) bool { return v.Path == "build" && v.Reason == buildRequired }); i >= 0 && hasMember(data, "build") {
+		// "build": {} is present but empty: its build_time is what is missing.
+		rules[i] = Violation{Path: "build.build_time", Reason: "is required"}
+	}
 	// Forbidden keys are found in the raw document, including places the
 	// typed Card does not keep (such as inside input_schema).
 	rules = slices.DeleteFunc(rules, func(v Violation) bool { return v.Reason == forbiddenCardReason })
@@ -89,6 +98,21 @@ func ValidateCardJSON(data []byte) (*Card, Violations) {
 		rules.add(p, forbiddenCardReason)
 	}
 	return c, mergeSchemaAndRules(rules, schema)
+}
+
+// buildRequired is the reason of a Card without a build block.
+const buildRequired = "is required"
+
+// hasMember reports whether the JSON object data has a top-level member key.
+func hasMember(data []byte, key string) bool {
+	found := false
+	_ = eachMember(data, func(k, _ []byte) error {
+		if string(k) == key {
+			found = true
+		}
+		return nil
+	})
+	return found
 }
 
 const forbiddenCardReason = ForbiddenCardKey + " must not appear in a Card"

@@ -64,6 +64,7 @@ func TestValidateCardRules(t *testing.T) {
 		{"protocol_version old", func(c *Card) { c.ProtocolVersion = "2.0" }, "protocol_version"},
 		{"protocol_version bare major", func(c *Card) { c.ProtocolVersion = "3" }, "protocol_version"},
 		{"build_time missing", func(c *Card) { c.Build.BuildTime = "" }, "build.build_time"},
+		{"build missing", func(c *Card) { c.Build = Build{} }, "build"},
 		{"build without version ok", func(c *Card) { c.Build = Build{BuildTime: "x"} }, ""},
 		{"card id missing", func(c *Card) { c.ConnectorCardID = "" }, "connector_card_id"},
 		{"connector name missing", func(c *Card) { c.Connector.Name = "" }, "connector.name"},
@@ -243,7 +244,8 @@ func TestValidateCardJSONRaw(t *testing.T) {
 		{"server_base_url in array", edit(func(m map[string]any) {
 			m["x"] = []any{map[string]any{"server_base_url": "https://a"}}
 		}), "x[0].server_base_url", true},
-		{"build missing", edit(func(m map[string]any) { delete(m, "build") }), "build.build_time", true},
+		{"build missing", edit(func(m map[string]any) { delete(m, "build") }), "build", true},
+		{"build empty", edit(func(m map[string]any) { m["build"] = map[string]any{} }), "build.build_time", true},
 		{"build_time missing", edit(func(m map[string]any) { delete(m["build"].(map[string]any), "build_time") }), "build.build_time", true},
 		{"supports missing", edit(func(m map[string]any) { delete(m, "supports") }), "supports.target_types", true},
 		{"tools null", edit(func(m map[string]any) { m["tools"] = nil }), "tools", true},
@@ -286,3 +288,28 @@ func TestValidateCardJSONDedupesSchemaAndRules(t *testing.T) {
 		t.Fatalf("want one violation at connector.name, got %v", vs)
 	}
 }
+
+// A Card without a build block is reported at "build", once, not at the
+// member of the block that happens to be required.
+func TestValidateCardBuildMissing(t *testing.T) {
+	c := vSpecCard(t)
+	c.Build = Build{}
+	data, _ := json.Marshal(c)
+	var m map[string]any
+	_ = json.Unmarshal(data, &m)
+	delete(m, "build")
+	data, _ = json.Marshal(m)
+	for name, vs := range map[string]Violations{"typed": ValidateCard(c), "json": second(ValidateCardJSON(data))} {
+		var got []string
+		for _, v := range vs {
+			if v.Path == "build" || strings.HasPrefix(v.Path, "build.") {
+				got = append(got, v.String())
+			}
+		}
+		if len(got) != 1 || got[0] != "build: is required" {
+			t.Errorf("%s: build violations %q, want [build: is required]", name, got)
+		}
+	}
+}
+
+func second[A, B any](_ A, b B) B { return b }
