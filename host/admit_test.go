@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/xconn/xconn/protocol"
 )
 
 func TestAdmitSuccessKeepsPrefixAndPersists(t *testing.T) {
@@ -150,5 +152,33 @@ func TestAdmitDuplicateCardFromAnotherBaseURL(t *testing.T) {
 	c, _ := th.Connector("im.fake")
 	if c.BaseURL != f1.baseURL() {
 		t.Fatalf("base URL changed to %s", c.BaseURL)
+	}
+}
+
+// The refusal text names its reason once, then the cause and violations.
+func TestAdmissionErrorText(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  *AdmissionError
+		want string
+	}{
+		{"protocol error with the reason's code", refuse(ReasonUnsupportedVersion,
+			protocol.Errorf(protocol.CodeUnsupportedProtocolVersion, "protocol version 2.0 is below the supported minimum 3.0"),
+			protocol.Violation{Path: "protocol_version", Reason: `must be "3.0", not "2.0"`}),
+			"connector refused: unsupported_protocol_version: protocol version 2.0 is below the supported minimum 3.0\n  protocol_version: must be \"3.0\", not \"2.0\""},
+		{"protocol error without a message", refuse(ReasonUnsupportedVersion, &protocol.Error{Code: protocol.CodeUnsupportedProtocolVersion}),
+			"connector refused: unsupported_protocol_version"},
+		{"other protocol error", refuse(ReasonHealthFailed, protocol.Errorf(protocol.CodeInternal, "boom")),
+			"connector refused: health_failed: internal_error: boom"},
+		{"plain error", refuse(ReasonCardUnavailable, &statusError{protocol.PathCard, 404}),
+			"connector refused: card_unavailable: GET /connector-card.json: HTTP 404"},
+		{"violations only", &AdmissionError{Reason: ReasonInvalidCard, Violations: protocol.Violations{{Path: "build", Reason: "is required"}}},
+			"connector refused: invalid_card\n  build: is required"},
+	}
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("%s:\n got %q\nwant %q", tt.name, got, tt.want)
+		}
 	}
 }

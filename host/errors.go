@@ -55,7 +55,14 @@ func (e *AdmissionError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "connector refused: %s", e.Reason)
 	if e.Err != nil {
-		fmt.Fprintf(&b, ": %v", e.Err)
+		msg := e.Err.Error()
+		// A protocol error whose code is the reason: say the code once.
+		if pe := protocol.AsError(e.Err); pe != nil && string(pe.Code) == string(e.Reason) {
+			msg = strings.TrimPrefix(strings.TrimPrefix(msg, string(pe.Code)), ": ")
+		}
+		if msg != "" {
+			fmt.Fprintf(&b, ": %s", msg)
+		}
 	}
 	for _, v := range e.Violations {
 		fmt.Fprintf(&b, "\n  %s", v.String())
