@@ -123,10 +123,14 @@ func (h *Host) probeHealth(ctx context.Context, base *url.URL, apiKey string, ca
 	if status < 200 || status > 299 {
 		return healthResult{err: &statusError{protocol.PathHealth, status}}
 	}
+	// 2xx means available (section 4.3). The body is compared with the Card
+	// when it is a health object; anything else is only worth a warning.
 	var hr protocol.HealthResponse
 	if len(body) > 0 {
 		if err := json.Unmarshal(body, &hr); err != nil {
-			return healthResult{err: fmt.Errorf("GET %s: body is not a health object: %w", protocol.PathHealth, err)}
+			h.log.Warn("host: /health answered 2xx with a body that is not a health object; counted as available",
+				"card_id", card.ConnectorCardID, "status", status, "err", err)
+			return healthResult{resp: &protocol.HealthResponse{}}
 		}
 	}
 	r := healthResult{resp: &hr}

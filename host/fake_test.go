@@ -34,6 +34,7 @@ type fakeConnector struct {
 	healthStatus int
 	healthCardID string // overrides the health connector_card_id
 	healthVer    string // overrides connector_card_version
+	healthBody   *string // overrides the whole health body (200)
 	connectorID  string
 	nextID       int
 	channels     map[string]*fakeChannel
@@ -182,10 +183,14 @@ func (f *fakeConnector) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.mu.Lock()
-		st, id, ver := f.healthStatus, f.healthCardID, f.healthVer
+		st, id, ver, body := f.healthStatus, f.healthCardID, f.healthVer, f.healthBody
 		f.mu.Unlock()
 		if st != 0 {
 			w.WriteHeader(st)
+			return
+		}
+		if body != nil {
+			_, _ = io.WriteString(w, *body)
 			return
 		}
 		if id == "" {

@@ -1,7 +1,9 @@
 package host
 
 import (
+	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -120,3 +122,44 @@ func TestHealthLoopRuns(t *testing.T) {
 }
 
 func containsBytes(b []byte, s string) bool { return len(s) > 0 && stringsContains(string(b), s) }
+
+// A 2xx /health is "available" (section 4.3) whatever its body: a body that
+// is not a health object is logged, not counted as a failure.
+func TestHealth2xxWithoutHealthObject(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		body string
+		warn bool
+	}{
+		{"plain text", "OK", true},
+		{"html", "<html><body>up</body></html>", true},
+		{"json string", `"ok"`, true},
+		{"json array", `[]`, true},
+		{"empty", "", false},
+		{"partial object", `{"status":"ok"}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeConnector(t, "im.fake", "")
+			body := tt.body
+			f.set(func(f *fakeConnector) { f.healthBody = &body })
+			logs := &syncBuf{}
+			th := newTestHost(t, "", func(o *Options) {
+				o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			})
+			c := th.admitOnline(t, f) // admission probes /health too
+			rt := th.runtime(c.CardID)
+			for range 3 {
+				rt.checkHealth(ctxT(t))
+			}
+			if got, _ := th.Connector(c.CardID); got.Health != HealthOK {
+				t.Fatalf("health = %s (%s), want ok", got.Health, got.LastError)
+			}
+			if warned := strings.Contains(logs.String(), "not a health object"); warned != tt.warn {
+				t.Fatalf("warning logged = %v, want %v: %s", warned, tt.warn, logs.String())
+			}
+		})
+	}
+}
