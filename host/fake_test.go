@@ -32,8 +32,8 @@ type fakeConnector struct {
 	skillStatus  int
 	cardStatus   int
 	healthStatus int
-	healthCardID string // overrides the health connector_card_id
-	healthVer    string // overrides connector_card_version
+	healthCardID string  // overrides the health connector_card_id
+	healthVer    string  // overrides connector_card_version
 	healthBody   *string // overrides the whole health body (200)
 	connectorID  string
 	nextID       int
