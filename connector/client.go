@@ -23,7 +23,11 @@ import (
 //
 // When C implements io.Closer or interface{ Close(context.Context) error },
 // the SDK closes the client on logout, on a sign-in that replaces the
-// binding, on lease expiry and on Server.Close.
+// binding, on lease expiry and on Server.Close. The order is fixed: a
+// replacing sign-in installs the new client before it closes the old one
+// (so ClientOf, called from the old client's Close, returns the new one);
+// Server.Close runs the OnClose hooks, stops the consumers and the
+// sockets, and then closes the clients.
 type ClientFunc[B, C any] func(ctx context.Context, ch *Channel, b B) (C, error)
 
 // ErrBindingExpired, wrapped by a ClientFunc's error, says the target no

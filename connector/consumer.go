@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/xconn/xconn/protocol"
 )
 
 // Consumer declares a long-lived target consumer shared by every channel
@@ -29,6 +31,11 @@ type Consumer[K comparable, B any] struct {
 	Run func(ctx context.Context, key K, m *Members[B]) error
 	// MaxKeys bounds the live keys (default DefaultMaxSharedConsumers).
 	MaxKeys int
+	// MaxChannels, when > 0, bounds the channels of one key: a sign-in
+	// that would exceed it fails (atomically, so two concurrent sign-ins
+	// cannot both pass) with a *protocol.Error saying the credential is in
+	// use. 1 makes a credential exclusive to one channel.
+	MaxChannels int
 	// RestartDelay is the first delay after Run fails (default 1 s); it
 	// doubles up to 5 minutes and resets after a run of 5 minutes.
 	RestartDelay time.Duration
@@ -61,7 +68,7 @@ func AddConsumer[K comparable, B any](s *Server, c Consumer[K, B]) (*Consumers[K
 	if delay <= 0 {
 		delay = time.Second
 	}
-	reg := &consumerReg{srv: s, members: map[any]map[string]struct{}{}, delay: delay}
+	reg := &consumerReg{srv: s, members: map[any]map[string]int{}, delay: delay, maxChannels: c.MaxChannels}
 	reg.key = func(b any) any { return c.Key(b.(B)) }
 	if c.Run != nil {
 		reg.run = func(ctx context.Context, key any) error {
@@ -134,33 +141,53 @@ type consumerReg struct {
 	run    func(ctx context.Context, key any) error
 	shared *SharedConsumers[any]
 	delay  time.Duration
+	// maxChannels bounds the members of one key (0: no bound).
+	maxChannels int
 
-	mu      sync.Mutex
-	members map[any]map[string]struct{}
+	mu sync.Mutex
+	// members counts, per key, the references each channel holds (two
+	// while a sign-in replaces a binding of the same key).
+	members map[any]map[string]int
 }
 
+// acquire makes channelID a member of key (reserving the place first, so
+// that MaxChannels holds under concurrent sign-ins) and takes a reference
+// on the key's consumer.
 func (r *consumerReg) acquire(ctx context.Context, key any, channelID string) error {
+	r.mu.Lock()
+	set := r.members[key]
+	if _, in := set[channelID]; !in && r.maxChannels > 0 && len(set) >= r.maxChannels {
+		r.mu.Unlock()
+		return protocol.Errorf(protocol.CodeInvalidAuthInput, "this account is already in use by another channel")
+	}
+	if set == nil {
+		set = map[string]int{}
+		r.members[key] = set
+	}
+	set[channelID]++
+	r.mu.Unlock()
 	if err := r.shared.Acquire(ctx, key); err != nil {
+		r.forget(key, channelID)
 		return err
 	}
-	r.mu.Lock()
-	if r.members[key] == nil {
-		r.members[key] = map[string]struct{}{}
-	}
-	r.members[key][channelID] = struct{}{}
-	r.mu.Unlock()
 	return nil
 }
 
-func (r *consumerReg) release(key any, channelID string) {
+func (r *consumerReg) forget(key any, channelID string) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if set := r.members[key]; set != nil {
-		delete(set, channelID)
+		if set[channelID]--; set[channelID] <= 0 {
+			delete(set, channelID)
+		}
 		if len(set) == 0 {
 			delete(r.members, key)
 		}
 	}
-	r.mu.Unlock()
+}
+
+func (r *consumerReg) release(key any, channelID string) {
+	r.forget(key, channelID)
 	r.shared.Release(key)
 }
 

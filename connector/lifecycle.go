@@ -281,8 +281,8 @@ const (
 	DefaultSigningKeyFile = "signing.key"
 )
 
-// openDefaultStore opens the SQLite store in DataDir when Options.Store is
-// nil. The caller holds s.mu.
+// openDefaultStore opens Options.StoreDSN (default SQLite in DataDir) when
+// Options.Store is nil. The caller holds s.mu.
 func (s *Server) openDefaultStore(ctx context.Context) error {
 	if s.opts.Store != nil {
 		return nil
@@ -290,9 +290,13 @@ func (s *Server) openDefaultStore(ctx context.Context) error {
 	if err := os.MkdirAll(s.opts.DataDir, 0o700); err != nil {
 		return fmt.Errorf("connector: data directory: %w", err)
 	}
-	db, err := store.Open(ctx, "sqlite:"+filepath.Join(s.opts.DataDir, DefaultStoreFile), store.Options{DataDir: s.opts.DataDir})
+	dsn := s.opts.StoreDSN
+	if dsn == "" {
+		dsn = "sqlite:" + filepath.Join(s.opts.DataDir, DefaultStoreFile)
+	}
+	db, err := store.Open(ctx, dsn, store.Options{DataDir: s.opts.DataDir})
 	if err != nil {
-		return fmt.Errorf("connector: open the default store in %s: %w", s.opts.DataDir, err)
+		return fmt.Errorf("connector: open the store (data directory %s): %w", s.opts.DataDir, err)
 	}
 	s.opts.Store, s.ownStore = db, db
 	return nil

@@ -79,8 +79,14 @@ type Options struct {
 	// os.TempDir created at Start for the file cache (and then Store is
 	// required).
 	DataDir string
-	// SigningKey (>= 32 bytes) signs download URLs and QR tokens; nil makes
-	// a random key per process (URLs then die with the process).
+	// StoreDSN is the store Start opens when Store is nil ("sqlite:PATH"
+	// or "postgres://..."; default "sqlite:<DataDir>/connector.db"); Close
+	// closes it. Its secret key lives in DataDir.
+	StoreDSN string
+	// SigningKey (>= 32 bytes) signs download URLs and QR tokens; nil with
+	// Store nil loads or creates DataDir/signing.key (mode 0600); nil with a
+	// Store given makes a random key per process (URLs then die with the
+	// process).
 	SigningKey []byte
 	// Logger receives the SDK's logs through a redacting handler; nil
 	// discards them.

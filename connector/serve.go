@@ -30,26 +30,46 @@ const (
 
 // ListenAndServe runs the connector until ctx ends or the process gets
 // SIGINT or SIGTERM: it listens on addr ("127.0.0.1:8080"; a port of 0
-// picks one), starts the server if Start has not run (opening the default
-// SQLite store in Options.DataDir when Options.Store is nil), serves every
-// endpoint and the routes added with Handle through an http.Server with
-// the Serve* timeouts, and on the way out closes in order: the
-// connector's OnClose hooks and shared consumers, the data-plane sockets
-// and the server (Close), then the listener (Shutdown, bounded by
-// Options.CloseTimeout). It returns nil after a signal or ctx's end, and
-// the error otherwise.
+// picks one) and runs Serve with a context that the first signal ends. It
+// returns nil after a signal or ctx's end, and the error otherwise.
 func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("connector: listen: %w", err)
 	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	return s.Serve(ctx, ln)
 }
 
-// Serve is ListenAndServe on an existing listener, which it closes.
+// NewHTTPServer returns an http.Server for h with the Serve* timeouts and
+// an error log on logger (nil discards), for a program that serves a
+// connector's handlers on listeners of its own (for example a public
+// listener for a web side).
+func NewHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: ServeReadHeaderTimeout,
+		ReadTimeout:       ServeReadTimeout,
+		IdleTimeout:       ServeIdleTimeout,
+		MaxHeaderBytes:    ServeMaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// Serve runs the connector on ln (which it closes) until ctx ends: it
+// starts the server if Start has not run (opening the default store when
+// Options.Store is nil), serves every endpoint and the routes added with
+// Handle through NewHTTPServer, and on the way out closes in order: the
+// connector's OnClose hooks and shared consumers, the data-plane sockets,
+// clients and store (Close), then the listener (Shutdown, bounded by
+// Options.CloseTimeout). Serve does not catch signals (ListenAndServe
+// does), so an embedding program keeps its own shutdown order. It returns
+// nil when ctx ends, and the error otherwise.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	s.mu.Lock()
 	started := s.state != stateNew
 	s.mu.Unlock()
@@ -62,15 +82,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return err
 		}
 	}
-	hs := &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: ServeReadHeaderTimeout,
-		ReadTimeout:       ServeReadTimeout,
-		IdleTimeout:       ServeIdleTimeout,
-		MaxHeaderBytes:    ServeMaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
+	hs := NewHTTPServer(s, s.log)
+	hs.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	s.log.Info("connector: serving", "addr", ln.Addr().String())
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()

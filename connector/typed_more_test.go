@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -176,5 +177,53 @@ func TestChannelStateIsBounded(t *testing.T) {
 	}
 	if ok, _ := ch.LoadState(ctx, "ctx_token", &v); ok {
 		t.Error("deleted key still set")
+	}
+}
+
+func TestConsumerMaxChannelsAndResignIn(t *testing.T) {
+	srv, err := connector.New(connector.Options{Store: connectortest.NewStore(t), APIKey: typedKey, DataDir: t.TempDir(),
+		Identity: connector.Identity{CardID: "im.one", Name: "One", Provider: "one", TargetType: protocol.TargetIM}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type acc = connector.Account[botBinding]
+	_ = connector.AddForm(srv, "login", func(ctx context.Context, ch *connector.Channel, in botLogin) (acc, error) {
+		return acc{Binding: botBinding{Token: in.Token, ChatID: in.ChatID}, DisplayName: "x"}, nil
+	}, connector.FlowOptions{})
+	byToken, err := connector.AddConsumer(srv, connector.Consumer[string, botBinding]{
+		Key: func(b botBinding) string { return b.Token }, MaxChannels: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.OnAssistantMessage(func(context.Context, *connector.Channel, *connector.AssistantMessage) error { return nil })
+	if err := srv.Start(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer func() { hs.Close(); _ = srv.Close(context.Background()) }()
+	c, id1 := connectBot(t, hs.URL)
+	ctx := testCtx(t)
+	in := map[string]string{"token": "tok-1", "chat_id": "1"}
+	if _, err := c.SignInForm(ctx, id1, "login", in); err != nil {
+		t.Fatal(err)
+	}
+	// Signing the same channel in again with the same credential keeps it
+	// a member.
+	if _, err := c.SignInForm(ctx, id1, "login", map[string]string{"token": "tok-1", "chat_id": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := byToken.Members("tok-1").Channels(); len(got) != 1 || got[0].Binding.ChatID != 2 {
+		t.Fatalf("members after re-sign-in = %+v", got)
+	}
+	ack, err := c.Open(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.SignInForm(ctx, ack.ConnectorChannelID, "login", in)
+	if err == nil || !strings.Contains(err.Error(), "already in use") {
+		t.Fatalf("second channel with an exclusive credential: %v", err)
+	}
+	if got := byToken.Members("tok-1").Channels(); len(got) != 1 || got[0].Channel.ID() != id1 {
+		t.Fatalf("members = %+v", got)
 	}
 }
