@@ -16,6 +16,10 @@ import (
 // the Agent, then the ack.
 func (rt *runtime) handleChat(ctx context.Context, s *session, env *protocol.Envelope) {
 	r := s.route(env.ConnectorChannelID)
+	if r != nil && r.ucID == "" {
+		// A sign-in channel: its sign-in may be binding it right now.
+		r = s.awaitBind(ctx, env.ConnectorChannelID)
+	}
 	if env.Type == protocol.TypeMessagePush {
 		rt.handlePush(ctx, s, r, env)
 		return

@@ -51,6 +51,7 @@ type fakeConnector struct {
 	finalCh      chan protocol.ChatMessagePayload
 	refuseWS     bool
 	qrHold       bool // QR sessions stay pending
+	msgAfterAuth bool // send a chat.message right after an authenticated auth ack
 }
 
 type fakeChannel struct {
@@ -339,6 +340,9 @@ func (f *fakeConnector) handle(c *wsconn.Conn, env *protocol.Envelope) {
 			ch.authenticated = true
 			f.reply(c, env, protocol.TypeAuthStartAck, protocol.AuthStatePayload{ConnectorChannelID: ch.id, FlowID: p.FlowID,
 				AuthSessionID: "auth_" + ch.id, Status: protocol.AuthAuthenticated, ConnectionDescriptor: f.descriptor(ch)}, nil)
+			if f.msgAfterAuth {
+				f.sendChatLocked(c, ch.id, protocol.ChatMessagePayload{MessageID: "first-" + ch.id, Text: "hello right away"})
+			}
 		case "qr":
 			f.qrPolls["qr_"+ch.id] = 0
 			f.reply(c, env, protocol.TypeAuthStartAck, protocol.AuthStatePayload{ConnectorChannelID: ch.id, FlowID: p.FlowID,
@@ -454,6 +458,17 @@ func (f *fakeConnector) publish(channelID string, p protocol.ChatMessagePayload)
 		f.t.Fatalf("fake: publish: %v", err)
 	}
 	return env.PacketID
+}
+
+// sendChatLocked sends an inbound chat.message on c; f.mu is held.
+func (f *fakeConnector) sendChatLocked(c *wsconn.Conn, channelID string, p protocol.ChatMessagePayload) {
+	env := &protocol.Envelope{Schema: protocol.PacketSchema, PacketID: fmt.Sprintf("fin_%d", time.Now().UnixNano()),
+		ConnectorChannelID: channelID, Type: protocol.TypeChatMessage, Time: time.Now().UnixMilli()}
+	if err := env.SetPayload(p); err != nil {
+		f.t.Errorf("fake: %v", err)
+		return
+	}
+	_ = c.Send(context.Background(), env)
 }
 
 // sendRaw sends an arbitrary packet on the socket of a channel.

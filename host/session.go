@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/xconn/xconn/internal/jsonbytes"
 	"github.com/xconn/xconn/internal/timerpool"
 	"github.com/xconn/xconn/internal/wsconn"
 	"github.com/xconn/xconn/protocol"
@@ -53,6 +54,9 @@ type session struct {
 	routes   map[string]*route                  // open channels, by connector_channel_id
 	opening  map[string]*openTok                // reopens in flight, by connector_channel_id (see beginOpen)
 	workers  map[string]chan *protocol.Envelope // per-channel ordered queues
+	// binds are the sign-in channels the connector reported authenticated
+	// whose route is not bound to its record yet (see beginBind).
+	binds map[string]chan struct{}
 }
 
 type pendingReq struct {
@@ -411,6 +415,70 @@ func (s *session) ack(msg *protocol.Envelope, p protocol.ChatAckPayload) {
 		return
 	}
 	_ = s.send(s.ctx, env)
+}
+
+// beginBind records that the connector acknowledged the sign-in of a
+// temporary channel as authenticated: the sign-in goroutine is about to
+// store the record and bind the route to it. It runs on the reader
+// goroutine, as the ack arrives, so that a chat.message the connector sends
+// right after the ack finds it (see awaitBind).
+func (s *session) beginBind(channelID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.binds == nil {
+		s.binds = map[string]chan struct{}{}
+	}
+	if s.binds[channelID] == nil {
+		s.binds[channelID] = make(chan struct{})
+	}
+}
+
+// endBind ends what beginBind started, whatever the outcome of the sign-in.
+func (s *session) endBind(channelID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ch := s.binds[channelID]; ch != nil {
+		close(ch)
+		delete(s.binds, channelID)
+	}
+}
+
+// awaitBind returns the route of channelID once a sign-in that the
+// connector acknowledged as authenticated has bound it to its record (or
+// failed, or RequestTimeout passed); without such a sign-in it returns the
+// current route at once. It runs on the channel's worker.
+func (s *session) awaitBind(ctx context.Context, channelID string) *route {
+	s.mu.Lock()
+	ch := s.binds[channelID]
+	s.mu.Unlock()
+	if ch != nil {
+		t := time.NewTimer(s.rt.h.opts.RequestTimeout)
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return s.route(channelID)
+}
+
+// authAckBinds is the onAck of auth.start and auth.status on a temporary
+// channel: an authenticated answer starts the binding of channelID.
+func (s *session) authAckBinds(channelID string) func(*protocol.Envelope) {
+	return func(env *protocol.Envelope) {
+		authenticated := false
+		jsonbytes.EachMember(env.Payload, func(key, val []byte) bool {
+			if string(key) == "status" {
+				authenticated = string(val) == `"`+string(protocol.AuthAuthenticated)+`"`
+				return false
+			}
+			return true
+		})
+		if authenticated {
+			s.beginBind(channelID)
+		}
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

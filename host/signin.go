@@ -226,6 +226,11 @@ func (h *Host) signin(ctx context.Context, rt *runtime, userID string, uc *store
 func (s *Signin) run(ctx context.Context, r *route, input map[string]string, started chan<- error) {
 	defer close(s.done)
 	defer close(s.updates)
+	defer s.sess.endBind(r.channelID)
+	var onAck func(*protocol.Envelope)
+	if s.uc == nil {
+		onAck = s.sess.authAckBinds(r.channelID)
+	}
 	timeout := time.NewTimer(s.h.opts.SigninTimeout)
 	defer timeout.Stop()
 
@@ -235,9 +240,12 @@ func (s *Signin) run(ctx context.Context, r *route, input map[string]string, sta
 		st = protocol.AuthStatePayload{Status: protocol.AuthUnauthenticated, ConnectionDescriptor: r.desc}
 		if r.desc.Authenticated() {
 			st.Status = protocol.AuthAuthenticated
+			if s.uc == nil {
+				s.sess.beginBind(r.channelID)
+			}
 		}
 	} else {
-		env, err := s.sess.request(ctx, protocol.TypeAuthStart, r.channelID, protocol.AuthStartPayload{FlowID: s.flowID, Input: input}, reqOpts{})
+		env, err := s.sess.request(ctx, protocol.TypeAuthStart, r.channelID, protocol.AuthStartPayload{FlowID: s.flowID, Input: input}, reqOpts{onAck: onAck})
 		if err == nil {
 			err = env.DecodePayload(&st)
 		}
@@ -270,7 +278,7 @@ func (s *Signin) run(ctx context.Context, r *route, input map[string]string, sta
 		}
 		poll.Stop()
 		env, err := s.sess.request(ctx, protocol.TypeAuthStatus, r.channelID,
-			protocol.AuthStatusPayload{FlowID: s.flowID, AuthSessionID: s.State().AuthSessionID, Refresh: refresh}, reqOpts{})
+			protocol.AuthStatusPayload{FlowID: s.flowID, AuthSessionID: s.State().AuthSessionID, Refresh: refresh}, reqOpts{onAck: onAck})
 		if err == nil {
 			st = protocol.AuthStatePayload{}
 			err = env.DecodePayload(&st)
@@ -353,6 +361,7 @@ func (s *Signin) persist(ctx context.Context, r *route, d *protocol.Descriptor) 
 		return store.UserChannel{}, fmt.Errorf("encode descriptor: %w", err)
 	}
 	uc, err := s.storeRecord(ctx, r, d, descJSON)
+	s.sess.endBind(r.channelID) // the route is bound (or the sign-in failed)
 	if err != nil {
 		return store.UserChannel{}, err
 	}

@@ -3,6 +3,7 @@ package host
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/xconn/xconn/protocol"
@@ -296,5 +297,30 @@ func TestCloseAndDeleteChannel(t *testing.T) {
 	}
 	if err := th.Logout(ctx, uc.ID); !errors.Is(err, ErrUnknownChannel) {
 		t.Fatalf("logout of a deleted channel: %v", err)
+	}
+}
+
+// A connector may send a chat.message as soon as it has acknowledged the
+// sign-in: the channel is open and signed in on its side. The host binds
+// the route to the new record on the sign-in goroutine, while the message
+// is already on its way to the channel's worker: the worker waits for the
+// binding instead of rejecting the message channel_not_open.
+func TestChatRightAfterSigninAckIsAccepted(t *testing.T) {
+	t.Parallel()
+	f := newFakeConnector(t, "im.fake", "")
+	f.set(func(f *fakeConnector) { f.msgAfterAuth = true })
+	agent := &countingAgent{}
+	th := newTestHost(t, "", func(o *Options) { o.Agent = agent })
+	th.admitOnline(t, f)
+	const runs = 20
+	for i := range runs {
+		uc := th.signinRoom(t, fmt.Sprintf("user%d", i), "im.fake")
+		ack := waitAck(t, f)
+		if ack.Status != protocol.AckAccepted || ack.MessageID != "first-"+uc.ChannelID {
+			t.Fatalf("run %d: ack %+v, want accepted for first-%s", i, ack, uc.ChannelID)
+		}
+	}
+	if n := agent.n.Load(); n != runs {
+		t.Fatalf("agent saw %d messages, want %d", n, runs)
 	}
 }
