@@ -40,7 +40,11 @@ type UserMessage struct {
 	UserChannelID string
 	ChannelID     string
 	UserID        string
-	// SessionID is the session bound to the channel, if any.
+	// SessionID is the session bound to the channel: its dedicated session
+	// (the user channel's id, bound at sign-in) unless the embedder bound
+	// another with [Host.BindSession]; "" for a channel without one. Pass
+	// it to [Host.Tools] and [Host.Invoke] so that tool calls of the
+	// conversation run on this channel.
 	SessionID string
 	Profile   protocol.Profile
 	MessageID string

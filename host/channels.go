@@ -598,6 +598,12 @@ func (h *Host) DeleteChannel(ctx context.Context, userChannelID string) error {
 // calls of that session resolve to this channel only (section 10.1). An
 // empty sessionID removes the binding. Other channels of the user bound to
 // the same session are unbound.
+//
+// The embedder rarely needs it: a sign-in binds a channel that has no
+// session to its dedicated session, whose id is the user channel's id
+// (section 6.3), and [UserMessage.SessionID] carries it. Call BindSession
+// to use a session id of the platform's own instead; a later sign-in keeps
+// it (and binds an unbound channel again).
 func (h *Host) BindSession(ctx context.Context, userChannelID, sessionID string) error {
 	uc, err := h.st.GetUserChannel(ctx, userChannelID)
 	if errors.Is(err, store.ErrNotFound) {

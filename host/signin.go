@@ -389,6 +389,11 @@ func (s *Signin) storeRecord(ctx context.Context, r *route, d *protocol.Descript
 		}
 	}
 	uc.ChannelID, uc.Authenticated, uc.Descriptor, uc.UpdatedAt = r.channelID, d.Authenticated(), descJSON, now
+	if uc.SessionID == "" {
+		// Section 6.3: the authenticated channel gets its dedicated session
+		// (a binding the embedder set with BindSession is kept).
+		uc.SessionID = uc.ID
+	}
 	if err := s.h.putUserChannel(ctx, uc); err != nil {
 		return store.UserChannel{}, fmt.Errorf("store user channel: %w", err)
 	}

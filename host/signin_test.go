@@ -1,12 +1,14 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/store"
 )
 
 func TestSigninFormPersistsAfterAuthentication(t *testing.T) {
@@ -322,5 +324,68 @@ func TestChatRightAfterSigninAckIsAccepted(t *testing.T) {
 	}
 	if n := agent.n.Load(); n != runs {
 		t.Fatalf("agent saw %d messages, want %d", n, runs)
+	}
+}
+
+// Section 6.3: an authenticated channel gets its dedicated session, without
+// the embedder calling BindSession; tool calls of that session run on it,
+// and the user's messages carry it.
+func TestSigninBindsDedicatedSession(t *testing.T) {
+	t.Parallel()
+	f1 := newFakeConnector(t, "im.one", "")
+	f2 := newFakeConnector(t, "im.two", "")
+	msgs := make(chan *UserMessage, 4)
+	th := newTestHost(t, "", func(o *Options) {
+		o.Agent = AgentFunc(func(_ context.Context, m *UserMessage, _ ReplyStream) error { msgs <- m; return nil })
+	})
+	th.admitOnline(t, f1)
+	th.admitOnline(t, f2)
+	ctx := ctxT(t)
+	first := th.signinRoom(t, "lu", "im.one")
+	second := th.signinRoom(t, "lu", "im.one")
+	other := th.signinRoom(t, "lu", "im.two")
+	for _, uc := range []store.UserChannel{first, second, other} {
+		if uc.SessionID != uc.ID {
+			t.Fatalf("session of %s = %q, want its dedicated session %q", uc.ID, uc.SessionID, uc.ID)
+		}
+	}
+	// The second channel's session routes there, not to the first channel.
+	res, err := th.Invoke(ctx, "lu", second.SessionID, "im_one_send", json.RawMessage(`{"text":"x"}`), "c1")
+	if err != nil || res.ChannelID != second.ChannelID {
+		t.Fatalf("call in the dedicated session: %+v %v", res, err)
+	}
+	// Its tools are those of its connector only.
+	defs, err := th.Tools(ctx, "lu", other.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range defs {
+		if d.CardID != "" && d.CardID != "im.two" {
+			t.Fatalf("session of im.two sees tool %s of %s", d.Name, d.CardID)
+		}
+	}
+	f1.publish(second.ChannelID, protocol.ChatMessagePayload{MessageID: "m1", Text: "hi"})
+	select {
+	case m := <-msgs:
+		if m.SessionID != second.ID {
+			t.Fatalf("message session %q, want %q", m.SessionID, second.ID)
+		}
+	case <-ctx.Done():
+		t.Fatal("no message")
+	}
+	// A session the embedder chose survives signing in again.
+	if err := th.BindSession(ctx, first.ID, "platform-session"); err != nil {
+		t.Fatal(err)
+	}
+	if err := th.Logout(ctx, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	s, err := th.Reauthenticate(ctx, first.ID, "room", map[string]string{"room": "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc, err := s.Wait(ctx)
+	if err != nil || uc.SessionID != "platform-session" {
+		t.Fatalf("after reauthentication: session %q, %v", uc.SessionID, err)
 	}
 }
