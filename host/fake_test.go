@@ -52,6 +52,8 @@ type fakeConnector struct {
 	refuseWS     bool
 	qrHold       bool // QR sessions stay pending
 	msgAfterAuth bool // send a chat.message right after an authenticated auth ack
+	holdSlow     bool // keep _slow calls unanswered in held (the test answers them)
+	held         []*protocol.Envelope
 }
 
 type fakeChannel struct {
@@ -386,6 +388,10 @@ func (f *fakeConnector) handle(c *wsconn.Conn, env *protocol.Envelope) {
 	case protocol.TypeToolInvoke:
 		var p protocol.ToolInvokePayload
 		_ = env.DecodePayload(&p)
+		if strings.HasSuffix(p.ToolID, "_slow") && f.holdSlow {
+			f.held = append(f.held, env)
+			return
+		}
 		if strings.HasSuffix(p.ToolID, "_slow") {
 			prog := 0.5
 			pe := &protocol.Envelope{Schema: protocol.PacketSchema, PacketID: "fprog", RequestID: env.RequestID,

@@ -138,6 +138,6 @@ func (s *session) newPending(typ, channelID string, o reqOpts) *pendingReq {
 	if !ok {
 		p = &pendingReq{ch: make(chan *protocol.Envelope, 1)}
 	}
-	p.typ, p.channel, p.toolID, p.onAck, p.progress = typ, channelID, o.toolID, o.onAck, o.progress
+	p.typ, p.channel, p.toolID, p.callID, p.onAck, p.progress = typ, channelID, o.toolID, o.callID, o.onAck, o.progress
 	return p
 }

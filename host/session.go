@@ -63,6 +63,7 @@ type pendingReq struct {
 	typ      string
 	channel  string
 	toolID   string
+	callID   string // tool.invoke: context.tool_call_id
 	ch       chan *protocol.Envelope // capacity 1
 	onAck    func(*protocol.Envelope)
 	progress func(*protocol.ToolProgressPayload)
@@ -163,6 +164,7 @@ func (s *session) close(reason string) {
 type reqOpts struct {
 	timeout  time.Duration
 	toolID   string                   // tool.invoke: correlates tool.progress.push without request_id
+	callID   string                   // tool.invoke: its tool_call_id, idem
 	onAck    func(*protocol.Envelope) // runs on the reader goroutine; must be quick
 	progress func(*protocol.ToolProgressPayload)
 }
@@ -296,31 +298,51 @@ func (s *session) onFrame(env *protocol.Envelope, _ []byte, err error) {
 	}
 }
 
-// progress hands a tool.progress.push to the calls it belongs to: the one
-// with its request_id, or else every tool.invoke in flight on its channel
-// for its tool_id.
+// progress hands a tool.progress.push to the call it belongs to (section
+// 8.20): the tool.invoke with its request_id; else, on its channel, the one
+// whose tool_call_id its payload names ("tool_call_id", an extension
+// member); else the only tool.invoke of its tool_id in flight there. When
+// two calls of one tool are in flight and the push names neither, it goes
+// to none of them (it is still an EventToolProgress): a call never sees
+// another call's progress.
 func (s *session) progress(env *protocol.Envelope) {
 	var pp protocol.ToolProgressPayload
 	if env.DecodePayload(&pp) != nil {
 		return
 	}
-	var fns []func(*protocol.ToolProgressPayload)
+	var callID string
+	if raw, ok := pp.Extensions["tool_call_id"]; ok {
+		_ = json.Unmarshal(raw, &callID)
+	}
+	var fn func(*protocol.ToolProgressPayload)
 	s.mu.Lock()
 	if p := s.pending[env.RequestID]; env.RequestID != "" && p != nil {
-		fns = append(fns, p.progress)
+		fn = p.progress
 	} else {
+		var byTool *pendingReq
+		n := 0
 		for _, p := range s.pending {
-			if p.typ == protocol.TypeToolInvoke && p.channel == env.ConnectorChannelID && p.toolID == pp.ToolID {
-				fns = append(fns, p.progress)
+			if p.typ != protocol.TypeToolInvoke || p.channel != env.ConnectorChannelID || p.toolID != pp.ToolID {
+				continue
 			}
+			if callID != "" {
+				if p.callID == callID {
+					byTool, n = p, 1
+					break
+				}
+				continue
+			}
+			byTool = p
+			n++
+		}
+		if n == 1 {
+			fn = byTool.progress
 		}
 	}
 	s.mu.Unlock()
-	for _, fn := range fns {
-		if fn != nil {
-			c := pp
-			fn(&c)
-		}
+	if fn != nil {
+		c := pp
+		fn(&c)
 	}
 }
 

@@ -38,10 +38,13 @@ type invokeConfig struct {
 	progress func(*protocol.ToolProgressPayload)
 }
 
-// WithProgress receives the tool.progress.push events of the call (those
-// carrying its request_id, or, without one, those of its channel and
-// tool_id), before the call returns. fn runs on the socket's
-// reader goroutine and must return quickly.
+// WithProgress receives the tool.progress.push events of the call before
+// the call returns: those carrying its request_id; else, on its channel,
+// those whose payload names its tool_call_id (an extension member
+// "tool_call_id"); else those of its tool_id while it is the only call of
+// that tool in flight on the channel. Two concurrent calls of one tool
+// never see each other's progress. fn runs on the socket's reader
+// goroutine and must return quickly.
 func WithProgress(fn func(*protocol.ToolProgressPayload)) InvokeOption {
 	return func(c *invokeConfig) { c.progress = fn }
 }
@@ -148,7 +151,7 @@ func (h *Host) Invoke(ctx context.Context, userID, sessionID, toolID string, arg
 	if err != nil {
 		return nil, err
 	}
-	env, err := s.request(ctx, protocol.TypeToolInvoke, r.channelID, payload, reqOpts{timeout: h.opts.ToolTimeout, toolID: toolID, progress: cfg.progress})
+	env, err := s.request(ctx, protocol.TypeToolInvoke, r.channelID, payload, reqOpts{timeout: h.opts.ToolTimeout, toolID: toolID, callID: toolCallID, progress: cfg.progress})
 	if err != nil {
 		return nil, err
 	}

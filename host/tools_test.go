@@ -3,6 +3,8 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -208,4 +210,97 @@ func TestInvokeProgress(t *testing.T) {
 		t.Fatalf("progress = %+v", got)
 	}
 
+}
+
+// Two concurrent calls of one tool on one channel: each sees its own
+// progress (by request_id, or by the tool_call_id the push names), and a
+// push that names neither reaches no call; alone, a call gets it.
+func TestInvokeProgressMatchedToItsCall(t *testing.T) {
+	t.Parallel()
+	f := newFakeConnector(t, "im.fake", "")
+	f.set(func(f *fakeConnector) { f.holdSlow = true })
+	th := newTestHost(t, "", nil)
+	th.admitOnline(t, f)
+	uc := th.signinRoom(t, "kit", "im.fake")
+	ctx := ctxT(t)
+
+	var mu sync.Mutex
+	seen := map[string][]string{}
+	call := func(callID string, done chan<- error) {
+		_, err := th.Invoke(ctx, "kit", "", "im_fake_slow", json.RawMessage(`{}`), callID, WithProgress(func(p *protocol.ToolProgressPayload) {
+			mu.Lock()
+			seen[callID] = append(seen[callID], p.Message)
+			mu.Unlock()
+		}))
+		done <- err
+	}
+	held := func(n int) []*protocol.Envelope {
+		var out []*protocol.Envelope
+		eventually(t, fmt.Sprintf("%d calls held", n), func() bool {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			out = append([]*protocol.Envelope(nil), f.held...)
+			return len(out) == n
+		})
+		f.set(func(f *fakeConnector) { f.held = nil })
+		return out
+	}
+	push := func(requestID, callID, msg string) {
+		pp := protocol.ToolProgressPayload{ToolID: "im_fake_slow", Status: "running", Message: msg}
+		if callID != "" {
+			pp.Extensions = protocol.Extensions{"tool_call_id": json.RawMessage(strconv.Quote(callID))}
+		}
+		env := &protocol.Envelope{Schema: protocol.PacketSchema, PacketID: "prog-" + msg, RequestID: requestID,
+			ConnectorChannelID: uc.ChannelID, Type: protocol.TypeToolProgressPush}
+		if err := env.SetPayload(pp); err != nil {
+			t.Fatal(err)
+		}
+		f.sendOn(uc.ChannelID, env)
+	}
+	answer := func(req *protocol.Envelope) {
+		ack := req.Reply(protocol.TypeToolInvokeAck)
+		ack.PacketID = "ack-" + req.PacketID
+		_ = ack.SetPayload(protocol.ToolInvokeAckPayload{ToolID: "im_fake_slow", Result: json.RawMessage(`{}`)})
+		f.sendOn(uc.ChannelID, ack)
+	}
+	callIDOf := func(req *protocol.Envelope) string {
+		var p protocol.ToolInvokePayload
+		_ = req.DecodePayload(&p)
+		return p.Context.ToolCallID
+	}
+
+	done := make(chan error, 2)
+	go call("A", done)
+	go call("B", done)
+	reqs := held(2)
+	for _, req := range reqs {
+		id := callIDOf(req)
+		push(req.RequestID, "", "req-"+id)
+		push("", id, "tcid-"+id)
+	}
+	push("", "", "anonymous")
+	for _, req := range reqs {
+		answer(req)
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One call alone takes a push that names no call.
+	go call("C", done)
+	reqs = held(1)
+	push("", "", "alone")
+	answer(reqs[0])
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string][]string{"A": {"req-A", "tcid-A"}, "B": {"req-B", "tcid-B"}, "C": {"alone"}}
+	for id, w := range want {
+		if strings.Join(seen[id], ",") != strings.Join(w, ",") {
+			t.Errorf("call %s saw %v, want %v", id, seen[id], w)
+		}
+	}
 }
