@@ -63,7 +63,7 @@ type pendingReq struct {
 	typ      string
 	channel  string
 	toolID   string
-	callID   string // tool.invoke: context.tool_call_id
+	callID   string                  // tool.invoke: context.tool_call_id
 	ch       chan *protocol.Envelope // capacity 1
 	onAck    func(*protocol.Envelope)
 	progress func(*protocol.ToolProgressPayload)
