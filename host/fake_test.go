@@ -258,6 +258,8 @@ func (f *fakeConnector) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write(data)
+	case r.URL.Path == "/redirect":
+		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
 	default:
 		w.WriteHeader(http.StatusNotFound)
 	}

@@ -115,12 +115,19 @@ func (h *Host) downloadOne(ctx context.Context, base *url.URL, dir string, cf pr
 	if err != nil {
 		return File{}, &protocol.Error{Code: protocol.CodeInvalidPacket, Message: err.Error()}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err := h.origins.check(base, u); err != nil {
+		return File{}, fail(false, "%v", err)
+	}
+	req, err := http.NewRequestWithContext(withDownloadBase(ctx, base), http.MethodGet, u.String(), nil)
 	if err != nil {
 		return File{}, fail(false, "bad download request")
 	}
-	resp, err := h.opts.HTTPClient.Do(req) // no Authorization header (section 3)
+	resp, err := h.dlClient.Do(req) // no Authorization header (section 3)
 	if err != nil {
+		var oe *originError
+		if errors.As(err, &oe) {
+			return File{}, fail(false, "redirected: %v", oe)
+		}
 		return File{}, fail(true, "download failed: %v", redactURLError(err))
 	}
 	defer resp.Body.Close()

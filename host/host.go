@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -35,6 +36,8 @@ type Host struct {
 	inbox    *delivery.Inbox
 	filesDir string
 	tempDir  bool
+	origins  downloadOrigins
+	dlClient *http.Client // HTTPClient with redirects held to origins
 
 	admitMu sync.Mutex // serialises admissions (one connector per card id)
 
@@ -64,7 +67,12 @@ func New(opts Options) (*Host, error) {
 		return nil, errors.New("host: Options.Store is required")
 	}
 	opts = opts.withDefaults()
-	h := &Host{opts: opts, log: opts.Logger, st: opts.Store, conns: map[string]*runtime{}}
+	origins, err := parseDownloadOrigins(opts.DownloadOrigins)
+	if err != nil {
+		return nil, err
+	}
+	h := &Host{opts: opts, log: opts.Logger, st: opts.Store, conns: map[string]*runtime{}, origins: origins}
+	h.dlClient = origins.downloadClient(opts.HTTPClient)
 	h.chans = newChannelCache(opts.Store, opts.MaxCachedChannels)
 	dl := opts.Delivery
 	if dl == nil {
@@ -80,7 +88,6 @@ func New(opts Options) (*Host, error) {
 			userOutcome(o)
 		}
 	}
-	var err error
 	if h.outbox, err = delivery.NewOutbox(ob); err != nil {
 		return nil, fmt.Errorf("host: outbox: %w", err)
 	}

@@ -112,6 +112,16 @@ type Options struct {
 	// FilesDir receives downloaded inbound files. "" creates a temporary
 	// directory that Close removes.
 	FilesDir string
+	// DownloadOrigins are the origins (scheme://host[:port]) from which the
+	// host downloads a download_url (of an inbound chat.message or
+	// message.push file, or of a file in a tool result) besides the
+	// connector's own Base URL origin, which is always allowed; redirects
+	// are held to the same rule. [AnyDownloadOrigin] ("*") allows any
+	// origin. The default (none) keeps a connector from making the host
+	// fetch other addresses, internal ones included: a download_url of
+	// another origin fails its file with file_download_failed (not
+	// retryable).
+	DownloadOrigins []string
 
 	HealthInterval       time.Duration // default DefaultHealthInterval
 	HTTPTimeout          time.Duration // default DefaultHTTPTimeout
