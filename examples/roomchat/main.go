@@ -12,9 +12,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/protocol"
@@ -69,22 +72,32 @@ func main() {
 	data := flag.String("data", "roomchat-data", "data directory: SQLite store, keys, file cache")
 	apiKey := flag.String("api-key", os.Getenv("XCONN_API_KEY"), "system API key xAgent presents (env XCONN_API_KEY)")
 	flag.Parse()
-	if err := run(context.Background(), *listen, *data, *apiKey); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", *listen)
+	if err == nil {
+		err = run(ctx, ln, *data, *apiKey)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "roomchat:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, listen, data, apiKey string) error {
+// run serves the connector on ln until ctx ends; it closes ln.
+func run(ctx context.Context, ln net.Listener, data, apiKey string) error {
 	var rooms sync.Map // name → *room
 	srv, err := connector.New(connector.Options{DataDir: data, APIKey: apiKey, Skill: []byte(skill), Logger: slog.Default(),
 		Identity: connector.Identity{CardID: "im.roomchat", Name: "Room Chat", Provider: "roomchat",
 			TargetType: protocol.TargetIM, Description: "Chat with the people in a room."}})
+	if a, _ := ln.Addr().(*net.TCPAddr); err == nil && apiKey == "" && (a == nil || !a.IP.IsLoopback()) {
+		err = fmt.Errorf("no API key to listen on %s: set --api-key or XCONN_API_KEY", ln.Addr()) // "" is for loopback only
+	}
 	if err != nil {
+		ln.Close()
 		return err
 	}
-	// Registration errors are returned here and again by Start, which
-	// ListenAndServe runs: one check at the end is enough.
+	// Registration errors also fail Start, which Serve runs: one check at the end.
 	connector.AddForm(srv, "room_login", func(ctx context.Context, ch *connector.Channel, in Login) (connector.Account[Binding], error) {
 		return connector.Account[Binding]{Binding: Binding{Room: in.Room, Code: in.AccessCode}, DisplayName: in.Room}, nil
 	}, connector.FlowOptions{Title: "Join a room", Default: true})
@@ -125,14 +138,13 @@ func run(ctx context.Context, listen, data, apiKey string) error {
 	}))
 	srv.Handle("GET /room/{room}/said", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		said := []string{}
-		if v, ok := rooms.Load(r.PathValue("room")); ok {
-			rm := v.(*room)
-			rm.mu.Lock()
-			said = append(said, rm.said...)
-			rm.mu.Unlock()
+		if rm, ok := rooms.Load(r.PathValue("room")); ok {
+			rm.(*room).mu.Lock()
+			said = append(said, rm.(*room).said...)
+			rm.(*room).mu.Unlock()
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(said)
 	}))
-	return srv.ListenAndServe(ctx, listen)
+	return srv.Serve(ctx, ln)
 }
