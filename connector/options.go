@@ -63,8 +63,8 @@ type Options struct {
 	// it implements delivery.Storage, else a bounded in-memory storage.
 	Delivery delivery.Storage
 	// APIKey is the system API key checked (in constant time) on /health,
-	// /ws, /files/uploads and /metrics; "" disables the check (only for a
-	// server bound to loopback). A key must have at least MinAPIKeyLength
+	// /ws, /files/uploads and /metrics; "" disables the check (Serve and
+	// ListenAndServe then refuse a listener that is not on loopback). A key must have at least MinAPIKeyLength
 	// bytes and MinAPIKeyDistinct distinct bytes, and no white space.
 	APIKey string
 	// PathPrefix mounts every endpoint under a prefix such as "/webchat".
@@ -213,12 +213,12 @@ func checkAPIKey(k string) error {
 	distinct := map[byte]bool{}
 	for i := 0; i < len(k); i++ {
 		if k[i] <= ' ' || k[i] == 0x7f {
-			return errors.New("connector: Options.APIKey must not contain white space or control characters")
+			return errors.New("connector: the system API key must not contain white space or control characters")
 		}
 		distinct[k[i]] = true
 	}
 	if len(k) < MinAPIKeyLength || len(distinct) < MinAPIKeyDistinct {
-		return fmt.Errorf("connector: Options.APIKey is too weak: use at least %d characters with at least %d different ones (for example `openssl rand -hex 24`)",
+		return fmt.Errorf("connector: the system API key is too weak: use at least %d characters with at least %d different ones (for example `openssl rand -hex 24`)",
 			MinAPIKeyLength, MinAPIKeyDistinct)
 	}
 	return nil

@@ -67,9 +67,14 @@ func NewHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 // connector's OnClose hooks and shared consumers, the data-plane sockets,
 // clients and store (Close), then the listener (Shutdown, bounded by
 // Options.CloseTimeout). Serve does not catch signals (ListenAndServe
-// does), so an embedding program keeps its own shutdown order. It returns
-// nil when ctx ends, and the error otherwise.
+// does), so an embedding program keeps its own shutdown order. Without
+// Options.APIKey it serves only on a loopback address. It returns nil when
+// ctx ends, and the error otherwise.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.opts.APIKey == "" && !isLoopback(ln.Addr()) {
+		ln.Close()
+		return fmt.Errorf("connector: no system API key: serving on %s without one is allowed only on a loopback address", ln.Addr())
+	}
 	s.mu.Lock()
 	started := s.state != stateNew
 	s.mu.Unlock()
@@ -107,4 +112,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		errs = append(errs, serveErr)
 	}
 	return errors.Join(errs...)
+}
+
+// isLoopback reports whether a listener address is on a loopback IP.
+func isLoopback(a net.Addr) bool {
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

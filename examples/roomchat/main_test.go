@@ -367,8 +367,8 @@ func TestNoKeyOffLoopback(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	if err := run(t.Context(), ln, t.TempDir(), ""); err == nil || !strings.Contains(err.Error(), "--api-key") {
-		t.Fatalf("run without a key on %s: %v, want a refusal naming --api-key", ln.Addr(), err)
+	if err := run(t.Context(), ln, t.TempDir(), ""); err == nil || !strings.Contains(err.Error(), "no system API key") {
+		t.Fatalf("run without a key on %s: %v, want a refusal saying there is no system API key", ln.Addr(), err)
 	}
 }
 
@@ -475,8 +475,8 @@ func TestCommandRefuses(t *testing.T) {
 		msg  string
 	}{
 		{"unknown flag", []string{"--bogus"}, 2, "flag provided but not defined: -bogus"},
-		{"weak key", []string{"--api-key", "abcabcabcabcabcabc"}, 1, "APIKey is too weak"},
-		{"no key off loopback", []string{"--listen", "0.0.0.0:0"}, 1, "no API key to listen on"},
+		{"weak key", []string{"--api-key", "abcabcabcabcabcabc"}, 1, "API key is too weak"},
+		{"no key off loopback", []string{"--listen", "0.0.0.0:0"}, 1, "no system API key"},
 		{"bad listen address", []string{"--listen", "nowhere", "--api-key", testKey}, 1, "roomchat: listen tcp"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
