@@ -36,7 +36,7 @@ const (
 
 func newDemoCmd() *cobra.Command {
 	var f webchatFlags
-	var agentName string
+	var agentF agentFlags
 	var pace time.Duration
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -48,7 +48,7 @@ the login URL; then it logs sign-in, messages, deltas and acks. State lives in
 --data. Ctrl-C stops it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			agent, err := demoAgent(agentName, pace)
+			agent, err := demoAgent(&agentF, pace, cmd.ErrOrStderr())
 			if err != nil {
 				return err // a usage error
 			}
@@ -59,22 +59,22 @@ the login URL; then it logs sign-in, messages, deltas and acks. State lives in
 		},
 	}
 	f.register(cmd, false)
-	cmd.Flags().StringVar(&agentName, "agent", "echo", "agent behind the embedded host: echo")
-	cmd.Flags().DurationVar(&pace, "pace", 80*time.Millisecond, "pause before each streamed delta, so streaming is visible (0 = none)")
+	agentF.register(cmd.Flags(), `agent behind the embedded host: "echo", or "openai" (any OpenAI-compatible server, with --model and --base-url)`)
+	cmd.Flags().DurationVar(&pace, "pace", 80*time.Millisecond, "pause before each streamed delta of the echo agent, so streaming is visible (0 = none)")
 	return cmd
 }
 
-// demoAgent is the --agent seam: it maps a name to a host.Agent. A real
-// model-backed agent plugs in here.
-func demoAgent(name string, pace time.Duration) (host.Agent, error) {
-	var a host.Agent
-	switch name {
-	case "echo":
-		a = host.Echo{}
-	default:
-		return nil, fmt.Errorf("unknown agent %q (known: echo)", name)
+// demoAgent is the --agent seam: it maps the agent flags to a host.Agent.
+// The echo agent is paced so that streaming is visible; a model streams at
+// its own pace. The openai agent logs warnings to errOut and is bound to
+// the host and its store in runDemo.
+func demoAgent(af *agentFlags, pace time.Duration, errOut io.Writer) (host.Agent, error) {
+	log, secrets := agentLogger(errOut)
+	a, err := af.build(log, secrets)
+	if err != nil {
+		return nil, err
 	}
-	if pace > 0 {
+	if pace > 0 && af.name == agentEcho {
 		a = pacedAgent{next: a, pace: pace}
 	}
 	return a, nil
@@ -147,6 +147,7 @@ func runDemo(ctx context.Context, out, errOut io.Writer, f webchatFlags, agent h
 	if err != nil {
 		return err
 	}
+	bindAgent(agent, h, hdb)
 	if err := h.Start(ctx); err != nil {
 		return fmt.Errorf("start host: %w", err)
 	}

@@ -32,7 +32,7 @@ const (
 type hostFlags struct {
 	apiKey   string
 	dataDir  string
-	agent    string
+	agent    agentFlags
 	flowID   string
 	inputs   []string
 	userID   string
@@ -64,7 +64,7 @@ as one line (types and identifiers, never payload secrets).`,
 	fs := cmd.Flags()
 	fs.StringVar(&f.apiKey, "api-key", "", "system API key of the connector (default: env XCONN_API_KEY)")
 	fs.StringVar(&f.dataDir, "data", envOr("XCONN_HOST_DATA", defaultHostDataDir), "data directory of the host: SQLite database, key, received files (env XCONN_HOST_DATA)")
-	fs.StringVar(&f.agent, "agent", "echo", `agent that answers user messages ("echo")`)
+	f.agent.register(fs, `agent that answers user messages: "echo", or "openai" (any OpenAI-compatible server, with --model and --base-url)`)
 	fs.StringVar(&f.flowID, "auth-flow", "", "auth flow id of the Card (default: its first flow)")
 	fs.StringArrayVar(&f.inputs, "auth-input", nil, "form input of the auth flow as key=value (repeatable)")
 	fs.StringVar(&f.userID, "user", defaultHostUser, "user id the channel belongs to")
@@ -89,12 +89,8 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 	if err != nil {
 		return err
 	}
-	var agent host.Agent
-	switch f.agent {
-	case "echo":
-		agent = host.Echo{}
-	default:
-		return fmt.Errorf("unknown --agent %q (known: echo)", f.agent)
+	if err := f.agent.check(); err != nil {
+		return err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
@@ -115,6 +111,10 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 		secrets.Add(v)
 	}
 	logger := slog.New(connector.NewRedactingHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}), secrets))
+	agent, err := f.agent.build(logger, secrets)
+	if err != nil {
+		return err
+	}
 	out := &lineWriter{w: stdout}
 	h, err := host.New(host.Options{
 		Store: db, Delivery: db, Agent: agent, Logger: logger,
@@ -125,6 +125,7 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
+	bindAgent(agent, h, db)
 	if err := h.Start(ctx); err != nil {
 		return &exitError{code: 1, err: err}
 	}
@@ -152,7 +153,7 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 		}
 		return &exitError{code: 1, err: fmt.Errorf("sign-in: %s", secrets.Scrub(err.Error()))}
 	}
-	out.printf("serving channel %s (connector_channel_id %s) with the %s agent; Ctrl-C to stop", uc.ID, uc.ChannelID, f.agent)
+	out.printf("serving channel %s (connector_channel_id %s) with the %s agent; Ctrl-C to stop", uc.ID, uc.ChannelID, f.agent.name)
 	<-ctx.Done()
 	out.printf("stopping")
 	return nil

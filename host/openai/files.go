@@ -31,7 +31,8 @@ type imageBudget struct {
 	off      bool // the model refused images: notes only
 }
 
-// fileNote describes a file to the model in one line.
+// fileNote describes a file to the model in one line, with the host's
+// unified file_ref that tools taking an upload reference accept.
 func fileNote(kind string, f host.File, extra string) string {
 	name := f.Filename
 	if name == "" {
@@ -43,6 +44,9 @@ func fileNote(kind string, f host.File, extra string) string {
 	}
 	if mt == "" {
 		mt = "application/octet-stream"
+	}
+	if f.Ref != "" {
+		extra += ", file_ref " + f.Ref
 	}
 	return fmt.Sprintf("[%s: %s (%s, %s)%s]", kind, name, mt, humanSize(f.Size), extra)
 }

@@ -20,8 +20,15 @@ const maxSkillBytes = 1 << 20
 const skillFetchTimeout = 10 * time.Second
 
 // systemPrompt is the system message of a turn: the configured prompt,
+// the channel the user writes from (tools take its connector_channel_id),
 // then the connector's Skill.
-func (a *Agent) systemPrompt(ctx context.Context, h Host, cardID string) string {
+func (a *Agent) systemPrompt(ctx context.Context, h Host, msg *host.UserMessage) string {
+	cardID := msg.CardID
+	prompt := a.opts.SystemPrompt
+	if msg.ChannelID != "" {
+		prompt += "\n\nThis conversation takes place on the channel with connector_channel_id " + msg.ChannelID +
+			" of the connector " + cardID + "."
+	}
 	var skill string
 	if a.opts.Skill != nil {
 		s, err := a.opts.Skill(ctx, cardID)
@@ -40,9 +47,9 @@ func (a *Agent) systemPrompt(ctx context.Context, h Host, cardID string) string 
 	}
 	skill = strings.TrimSpace(skill)
 	if skill == "" {
-		return a.opts.SystemPrompt
+		return prompt
 	}
-	return a.opts.SystemPrompt + "\n\n# Connector Skill\n\n" + skill
+	return prompt + "\n\n# Connector Skill\n\n" + skill
 }
 
 // skillCache fetches GET /skill.md for connectors the host holds no Skill

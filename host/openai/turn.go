@@ -53,7 +53,7 @@ func (t *turn) run(ctx context.Context) error {
 		log.Warn("openai agent: memory not read; answering without it", "err", err)
 	}
 	t.history = window(loadHistory(entries), a.opts.MemoryMessages, a.opts.MemoryBytes)
-	system := Message{Role: RoleSystem, Content: a.systemPrompt(ctx, t.host, t.msg.CardID)}
+	system := Message{Role: RoleSystem, Content: a.systemPrompt(ctx, t.host, t.msg)}
 
 	var tools []Tool
 	if t.host != nil {
@@ -266,7 +266,7 @@ func (t *turn) runTool(ctx context.Context, call ToolCall) error {
 		t.addToolResult(call.ID, toolError(code, msg), nil)
 		return nil
 	}
-	out := strings.TrimSpace(string(res.Output))
+	out := strings.TrimSpace(string(modelOutput(res)))
 	if out == "" || out == "null" {
 		out = `{"ok":true}`
 	}

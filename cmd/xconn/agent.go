@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/xconn/xconn/connector"
+	"github.com/xconn/xconn/host"
+	"github.com/xconn/xconn/host/openai"
+)
+
+// Agents of "xconn host" and "xconn demo".
+const (
+	agentEcho   = "echo"
+	agentOpenAI = "openai"
+	// envOpenAIKey holds the model provider's API key (optional for local
+	// servers); it is read, never printed.
+	envOpenAIKey = "OPENAI_API_KEY"
+)
+
+// agentFlags are the agent-selection flags shared by "xconn host" and
+// "xconn demo".
+type agentFlags struct {
+	name      string
+	model     string
+	baseURL   string
+	maxRounds int
+	memory    int
+	noImages  bool
+}
+
+// register adds the flags; def is the help text of --agent.
+func (a *agentFlags) register(fs *pflag.FlagSet, def string) {
+	fs.StringVar(&a.name, "agent", agentEcho, def)
+	fs.StringVar(&a.model, "model", os.Getenv("XCONN_MODEL"), `model name for --agent openai, e.g. "gpt-4o-mini" or "llama3.2" (env XCONN_MODEL)`)
+	fs.StringVar(&a.baseURL, "base-url", envOr("XCONN_MODEL_BASE_URL", openai.DefaultBaseURL),
+		"OpenAI-compatible API root for --agent openai, e.g. http://127.0.0.1:11434/v1 for Ollama (env XCONN_MODEL_BASE_URL); the key comes from env "+envOpenAIKey)
+	fs.IntVar(&a.maxRounds, "max-tool-rounds", openai.DefaultMaxToolRounds, "tool rounds per user message for --agent openai")
+	fs.IntVar(&a.memory, "memory-messages", openai.DefaultMemoryMessages, "past messages per channel the openai agent remembers")
+	fs.BoolVar(&a.noImages, "no-images", false, "send images to the model as notes, for text-only models (--agent openai)")
+}
+
+// check reports usage errors (exit 2) before anything is started.
+func (a *agentFlags) check() error {
+	switch a.name {
+	case agentEcho:
+		return nil
+	case agentOpenAI:
+		if a.model == "" {
+			return fmt.Errorf("--agent openai needs --model (for example --model gpt-4o-mini, or --model llama3.2 with --base-url http://127.0.0.1:11434/v1)")
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown --agent %q (known: %s, %s)", a.name, agentEcho, agentOpenAI)
+}
+
+// agentBinder is an agent that needs the host and its store after they
+// are built (the host needs the agent first).
+type agentBinder interface {
+	Bind(h openai.Host, m openai.Memory)
+}
+
+// build returns the agent; secrets receives the provider key, log the
+// agent's logs. Call check first.
+func (a *agentFlags) build(log *slog.Logger, secrets *connector.Redactor) (host.Agent, error) {
+	if err := a.check(); err != nil {
+		return nil, err
+	}
+	if a.name == agentEcho {
+		return host.Echo{}, nil
+	}
+	key := os.Getenv(envOpenAIKey)
+	if secrets != nil {
+		secrets.Add(key)
+	}
+	ag, err := openai.New(openai.Options{Model: a.model, BaseURL: a.baseURL, APIKey: key, Logger: log,
+		MaxToolRounds: a.maxRounds, MemoryMessages: a.memory, NoImages: a.noImages})
+	if err != nil {
+		return nil, err
+	}
+	return ag, nil
+}
+
+// agentLogger is the openai agent's logger for the demo: warnings and
+// errors on errOut, the provider key redacted.
+func agentLogger(errOut io.Writer) (*slog.Logger, *connector.Redactor) {
+	secrets := connector.NewRedactor(0)
+	h := slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn})
+	return slog.New(connector.NewRedactingHandler(h, secrets)), secrets
+}
+
+// bindAgent completes an agent that needs the host and its store.
+func bindAgent(a host.Agent, h *host.Host, m openai.Memory) {
+	if b, ok := a.(agentBinder); ok {
+		b.Bind(h, m)
+	}
+}
