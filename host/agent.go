@@ -58,13 +58,20 @@ type UserMessage struct {
 
 // File is a file received from a connector and stored locally.
 type File struct {
-	// Path is the local file; the Agent may move or delete it.
+	// Ref is the host's unified file_ref of the file (section 10): the only
+	// reference a model may see. Pass it in a tool argument declared as an
+	// upload reference ([FunctionDef.FileArgs]); [Host.Invoke] uploads the
+	// file for the tool. See [Host.LookupFile].
+	Ref string
+	// Path is the local file; the Agent may move or delete it (a Ref then
+	// no longer resolves).
 	Path     string
 	Filename string
 	MimeType string
 	Type     protocol.FileType
 	Size     int64
-	// FileRef is the connector's reference (display only).
+	// FileRef is the connector's reference (display only): never show it
+	// to a model.
 	FileRef string
 }
 

@@ -116,6 +116,9 @@ func (rt *runtime) userMessage(ctx context.Context, r *route, messageID, text st
 	if err != nil {
 		return nil, err
 	}
+	for i := range local {
+		local[i] = rt.h.files.add(uc.UserID, local[i])
+	}
 	return &UserMessage{CardID: rt.cardID, UserChannelID: uc.ID, ChannelID: r.channelID, UserID: uc.UserID,
 		SessionID: uc.SessionID, Profile: profile, MessageID: messageID, Text: text, Files: local}, nil
 }

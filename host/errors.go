@@ -89,6 +89,9 @@ const (
 	CodeToolDenied protocol.Code = "tool_denied"
 	// CodeOffline: the connector has no open data plane right now.
 	CodeOffline protocol.Code = "connector_offline"
+	// CodeFileUploadFailed: a file could not be uploaded to the connector
+	// (POST /files/uploads) for a tool argument (retryable).
+	CodeFileUploadFailed protocol.Code = "file_upload_failed"
 	// CodeTimeout: no ack arrived in time.
 	CodeTimeout protocol.Code = "timeout"
 	// CodeChannelLimit: the Card's user_channel_mode (single) forbids

@@ -143,8 +143,16 @@ func (h *Host) downloadOne(ctx context.Context, base *url.URL, dir string, cf pr
 			name = params["filename"]
 		}
 	}
+	mt := cf.MimeType
+	if mt == "" {
+		mt, _, _ = mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	}
 	if name == "" {
-		name = cf.FileRef
+		// Not the connector's file_ref: a model may see the name.
+		name = "file"
+		if exts, _ := mime.ExtensionsByType(mt); len(exts) > 0 {
+			name += exts[0]
+		}
 	}
 	fh, err := os.CreateTemp(dir, "in-*-"+safeName(name))
 	if err != nil {
@@ -160,10 +168,6 @@ func (h *Host) downloadOne(ctx context.Context, base *url.URL, dir string, cf pr
 			return File{}, &protocol.Error{Code: CodeFileTooLarge, Message: fmt.Sprintf("file exceeds the limit of %d bytes", h.opts.MaxFileBytes)}
 		}
 		return File{}, fail(true, "download interrupted")
-	}
-	mt := cf.MimeType
-	if mt == "" {
-		mt, _, _ = mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	}
 	ft := cf.Type
 	if ft == "" {

@@ -150,6 +150,17 @@ func (th *testHost) signinRoom(t testing.TB, userID, cardID string) store.UserCh
 	return uc
 }
 
+// cardDefs leaves the built-in channel tools out of a projection.
+func cardDefs(defs []FunctionDef) []FunctionDef {
+	var out []FunctionDef
+	for _, d := range defs {
+		if !d.Builtin {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 func code(err error) protocol.Code { return protocol.CodeOf(err, "") }
 
 func stringsContains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -36,6 +36,7 @@ type Host struct {
 	inbox    *delivery.Inbox
 	filesDir string
 	tempDir  bool
+	files    *fileRegistry // unified file_refs of the users' files
 	origins  downloadOrigins
 	dlClient *http.Client // HTTPClient with redirects held to origins
 
@@ -73,6 +74,7 @@ func New(opts Options) (*Host, error) {
 	}
 	h := &Host{opts: opts, log: opts.Logger, st: opts.Store, conns: map[string]*runtime{}, origins: origins}
 	h.dlClient = origins.downloadClient(opts.HTTPClient)
+	h.files = newFileRegistry(opts.MaxFileRefs, opts.MaxFileRefBytes)
 	h.chans = newChannelCache(opts.Store, opts.MaxCachedChannels)
 	dl := opts.Delivery
 	if dl == nil {

@@ -57,6 +57,11 @@ const (
 	// decoded in memory for tool resolution and inbound routing (about
 	// 1 KiB each); least recently used users are dropped beyond it.
 	DefaultMaxCachedChannels = 20_000
+	// DefaultMaxFileRefs bounds the unified file_refs the host keeps (see
+	// [Host.LookupFile]); the least recently used are forgotten first.
+	DefaultMaxFileRefs = 10_000
+	// DefaultMaxFileRefBytes bounds the bytes of the files those refs name.
+	DefaultMaxFileRefBytes = 2 << 30
 	// DefaultOutboxQueue is the delivery queue name of the host's assistant finals.
 	DefaultOutboxQueue = "host"
 )
@@ -143,6 +148,16 @@ type Options struct {
 	// one slot per user, are held; a user with more channels than that is
 	// read from the store on every call.
 	MaxCachedChannels int
+	// MaxFileRefs and MaxFileRefBytes bound the unified file_refs the host
+	// keeps in memory for its users' files (default DefaultMaxFileRefs and
+	// DefaultMaxFileRefBytes): in entries, and in the bytes of the files
+	// they name. Beyond either, the least recently used refs are forgotten
+	// (their files stay until FileRetention).
+	MaxFileRefs     int
+	MaxFileRefBytes int64
+	// NoBuiltinTools leaves the built-in channel tools ([ToolChannelsList],
+	// [ToolMessageSend]) out of [Host.Tools] and [Host.Invoke].
+	NoBuiltinTools bool
 	// FileRetention bounds the age of downloaded files in FilesDir (default
 	// DefaultFileRetention); older ones are deleted as new files arrive.
 	FileRetention time.Duration
@@ -172,6 +187,10 @@ func (o Options) withDefaults() Options {
 	def(&o.FileRetention, DefaultFileRetention)
 	defInt(&o.MaxSignins, DefaultMaxSignins)
 	defInt(&o.MaxCachedChannels, DefaultMaxCachedChannels)
+	defInt(&o.MaxFileRefs, DefaultMaxFileRefs)
+	if o.MaxFileRefBytes <= 0 {
+		o.MaxFileRefBytes = DefaultMaxFileRefBytes
+	}
 	if o.ReconnectMax < o.ReconnectMin {
 		o.ReconnectMax = o.ReconnectMin
 	}

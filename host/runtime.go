@@ -35,6 +35,9 @@ type runtime struct {
 	// cats are the channel catalogs of the current Card by Descriptor
 	// profile list (for finals queued while offline); reset with the Card.
 	cats map[string]*protocol.Negotiated
+	// projs are the model projections of the current Card's tools, by
+	// tool_id (see projection); reset with the Card.
+	projs map[string]toolProjection
 }
 
 func newRuntime(h *Host, e store.CatalogEntry, card *protocol.Card) *runtime {
@@ -53,7 +56,7 @@ func (rt *runtime) setEntry(e store.CatalogEntry, card *protocol.Card) {
 		base = &url.URL{}
 	}
 	rt.entry, rt.card, rt.base = e, card, base
-	rt.cats = nil
+	rt.cats, rt.projs = nil, nil
 }
 
 // catalog returns the channel catalog of a Descriptor's profiles under the

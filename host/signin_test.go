@@ -240,6 +240,7 @@ func TestDescriptorPushV1IsNormalised(t *testing.T) {
 			len(d.Connection.Profiles) == 1 && d.Connection.Profiles[0] == protocol.ProfileIMv2
 	})
 	defs, _ := th.Tools(ctxT(t), "gil", "")
+	defs = cardDefs(defs)
 	if len(defs) != 1 || defs[0].Name != "im_fake_send" {
 		t.Fatalf("tools from the normalised descriptor: %v", defs)
 	}

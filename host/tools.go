@@ -9,15 +9,27 @@ import (
 	"github.com/xconn/xconn/store"
 )
 
-// FunctionDef is one connector tool projected as a model function: Name is
-// the tool_id unchanged, Parameters its input_schema.
+// FunctionDef is one tool projected as a model function: a connector tool
+// (Name is its tool_id unchanged, Parameters its input_schema with the
+// upload-reference arguments projected, see FileArgs) or a built-in channel
+// tool of the host (Builtin).
 type FunctionDef struct {
 	Name        string
 	Title       string
 	Description string
 	Parameters  json.RawMessage
-	// CardID is the connector that declares the tool.
+	// CardID is the connector that declares the tool ("" for a built-in).
 	CardID string
+	// Builtin marks the host's built-in channel tools ([ToolChannelsList],
+	// [ToolMessageSend]), which [Host.Invoke] runs itself.
+	Builtin bool
+	// FileArgs are the top-level arguments the Card declares as upload
+	// references (protocol.FormatUploadRef), sorted. The model sees each
+	// as a string that takes a unified file_ref ([File.Ref]) of a file of
+	// the conversation, described by [FileRefDescription]; [Host.Invoke]
+	// uploads that file to the connector and passes the connector's
+	// reference instead. The model never sees the connector's reference.
+	FileArgs []string
 }
 
 // Result is the outcome of a successful [Host.Invoke].
@@ -27,8 +39,25 @@ type Result struct {
 	// ChannelID is the connector_channel_id the call was routed to.
 	ChannelID string
 	ToolID    string
-	// Output is tool.invoke.ack payload.result, unchanged.
+	// Output is tool.invoke.ack payload.result, unchanged (for a built-in
+	// tool, its result). It may hold the connector's file_refs and
+	// download_urls: give the model ModelOutput instead.
 	Output json.RawMessage
+	// ModelOutput is Output as a model may see it: equal to Output unless
+	// the result has file items (objects with file_ref and download_url,
+	// see Files), in which the connector's file_ref and download_url are
+	// replaced by the host's unified file_ref of the downloaded file, or by
+	// "error" for a file that could not be downloaded.
+	ModelOutput json.RawMessage
+	// Files are the files of the result, downloaded (bounded by
+	// MaxFilesPerMessage, MaxFileBytes and DownloadOrigins, the rules of
+	// inbound chat files) into FilesDir and registered under their
+	// unified file_ref ([File.Ref]): give images to a vision model,
+	// describe other files by name, type and size.
+	Files []File
+	// FileErrors are the files of the result that could not be
+	// downloaded; the call itself succeeded.
+	FileErrors []error
 }
 
 // InvokeOption adjusts one [Host.Invoke].
@@ -36,6 +65,17 @@ type InvokeOption func(*invokeConfig)
 
 type invokeConfig struct {
 	progress func(*protocol.ToolProgressPayload)
+	resolve  func(fileRef string) (OutgoingFile, bool)
+	ucID     string
+}
+
+// WithUserChannel runs the call on one of the user's channels, chosen by
+// the embedder (for instance the channel a person picked, or the one
+// "xconn host --invoke" signed in), instead of the resolution of section
+// 10.1. The channel must belong to the user, its Card must declare the
+// tool, and its Descriptor must mark the tool available.
+func WithUserChannel(userChannelID string) InvokeOption {
+	return func(c *invokeConfig) { c.ucID = userChannelID }
 }
 
 // WithProgress receives the tool.progress.push events of the call before
@@ -74,9 +114,14 @@ func (h *Host) allowed(ctx context.Context, userID, sessionID, cardID string, t 
 // Tools projects the tools a user may call in a session: for a session
 // bound to a channel, the tools of that channel's Card its Descriptor marks
 // available; otherwise, per connector (by card id), the Card's tools
-// available on at least one of the user's usable channels. The governance
-// hook filters the result. Names are tool_ids unchanged; a tool_id declared
-// by two connectors is projected once, from the first.
+// available on at least one of the user's usable channels. Then come the
+// built-in channel tools (section 10.1, [ToolChannelsList] and
+// [ToolMessageSend]) when the user has a signed-in channel, unless
+// Options.NoBuiltinTools. The governance hook filters the result (built-in
+// tools with card id ""). Names are tool_ids unchanged; a tool_id declared
+// by two connectors is projected once, from the first; a Card tool named
+// like a built-in one is left out. Upload-reference arguments are projected
+// as unified file_refs (see [FunctionDef.FileArgs]).
 func (h *Host) Tools(ctx context.Context, userID, sessionID string) ([]FunctionDef, error) {
 	bound, err := h.binding(ctx, userID, sessionID)
 	if err != nil {
@@ -84,6 +129,9 @@ func (h *Host) Tools(ctx context.Context, userID, sessionID string) ([]FunctionD
 	}
 	var out []FunctionDef
 	seen := map[string]bool{}
+	if !h.opts.NoBuiltinTools {
+		seen[ToolChannelsList], seen[ToolMessageSend] = true, true
+	}
 	for _, rt := range h.runtimes() {
 		var cc *cardChannels
 		if bound != nil {
@@ -113,11 +161,16 @@ func (h *Host) Tools(ctx context.Context, userID, sessionID string) ([]FunctionD
 			if desc == "" {
 				desc = t.Title
 			}
+			proj := rt.projection(t)
 			out = append(out, FunctionDef{Name: t.ToolID, Title: t.Title, Description: desc,
-				Parameters: t.InputSchema, CardID: rt.cardID})
+				Parameters: proj.params, CardID: rt.cardID, FileArgs: proj.fileArgs})
 		}
 	}
-	return out, nil
+	builtins, err := h.builtinDefs(ctx, userID, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("host: tools: %w", err)
+	}
+	return append(out, builtins...), nil
 }
 
 // Invoke calls a tool for a user in a session. The channel is resolved by
@@ -125,11 +178,16 @@ func (h *Host) Tools(ctx context.Context, userID, sessionID string) ([]FunctionD
 // bound Card that does not declare the tool is rejected with
 // connector_channel_connector_mismatch, an unusable bound channel with
 // connector_channel_unavailable), else the first usable channel of the
-// user among the connectors declaring the tool. The resolved
-// connector_channel_id is written to the envelope; args reach the connector
-// unchanged, and a connector_channel_id inside them never changes routing.
-// Failures are *protocol.Error values with their wire code (the ack's error
-// for a failed call).
+// user among the connectors declaring the tool ([WithUserChannel] chooses
+// the channel instead). The resolved connector_channel_id is written to
+// the envelope; args reach the connector unchanged, and a
+// connector_channel_id inside them never changes routing, except that the
+// unified file_ref in an upload-reference argument ([FunctionDef.FileArgs])
+// is replaced by the connector's reference of the file, uploaded first
+// with POST /files/uploads for the channel (an unknown file_ref fails with
+// invalid_arguments). Files in the result are downloaded ([Result.Files]).
+// The built-in channel tools run in the host. Failures are *protocol.Error
+// values with their wire code (the ack's error for a failed call).
 func (h *Host) Invoke(ctx context.Context, userID, sessionID, toolID string, args json.RawMessage, toolCallID string, opts ...InvokeOption) (*Result, error) {
 	var cfg invokeConfig
 	for _, o := range opts {
@@ -140,7 +198,19 @@ func (h *Host) Invoke(ctx context.Context, userID, sessionID, toolID string, arg
 	if err != nil {
 		return nil, err
 	}
-	uc, rt, tool, err := h.resolve(ctx, userID, sessionID, toolID)
+	if isBuiltin(toolID) && !h.opts.NoBuiltinTools {
+		return h.invokeBuiltin(ctx, userID, sessionID, toolID, args)
+	}
+	var (
+		uc   store.UserChannel
+		rt   *runtime
+		tool *protocol.Tool
+	)
+	if cfg.ucID != "" {
+		uc, rt, tool, err = h.resolveChannel(ctx, userID, cfg.ucID, toolID)
+	} else {
+		uc, rt, tool, err = h.resolve(ctx, userID, sessionID, toolID)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -151,14 +221,33 @@ func (h *Host) Invoke(ctx context.Context, userID, sessionID, toolID string, arg
 	if err != nil {
 		return nil, err
 	}
+	if proj := rt.projection(tool); len(proj.fileArgs) > 0 {
+		converted, err := h.uploadArgs(ctx, rt, r.channelID, userID, args, proj.fileArgs, &cfg)
+		if err != nil {
+			return nil, err
+		}
+		if payload, err = invokePayload(toolID, converted, sessionID, toolCallID); err != nil {
+			return nil, err
+		}
+	}
 	env, err := s.request(ctx, protocol.TypeToolInvoke, r.channelID, payload, reqOpts{timeout: h.opts.ToolTimeout, toolID: toolID, callID: toolCallID, progress: cfg.progress})
 	if err != nil {
 		return nil, err
 	}
+	res := &Result{CardID: rt.cardID, UserChannelID: uc.ID, ChannelID: r.channelID, ToolID: toolID}
 	if out, ok := scanInvokeAck(env.Payload); ok {
-		return &Result{CardID: rt.cardID, UserChannelID: uc.ID, ChannelID: r.channelID, ToolID: toolID, Output: out}, nil
+		res.Output = out
+	} else if res.Output, err = decodeInvokeAck(env); err != nil {
+		return nil, err
 	}
+	res.Files, res.FileErrors, res.ModelOutput = h.resultFiles(ctx, rt, uc.ID, userID, res.Output)
+	return res, nil
+}
+
+// decodeInvokeAck reads a tool.invoke.ack payload of any shape.
+func decodeInvokeAck(env *protocol.Envelope) (json.RawMessage, error) {
 	var ack protocol.ToolInvokeAckPayload
+	var err error
 	if len(env.Payload) > 0 && string(env.Payload) != "null" {
 		// The payload decodes itself (validating it): json.Unmarshal would
 		// scan it once more first.
@@ -169,7 +258,25 @@ func (h *Host) Invoke(ctx context.Context, userID, sessionID, toolID string, arg
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeInvalidPacket, "tool.invoke.ack payload: %v", err)
 	}
-	return &Result{CardID: rt.cardID, UserChannelID: uc.ID, ChannelID: r.channelID, ToolID: toolID, Output: ack.Result}, nil
+	return ack.Result, nil
+}
+
+// resolveChannel checks the channel the embedder chose for a call
+// ([WithUserChannel]).
+func (h *Host) resolveChannel(ctx context.Context, userID, ucID, toolID string) (store.UserChannel, *runtime, *protocol.Tool, error) {
+	c, rt, err := h.channelByID(ctx, ucID)
+	if err != nil || c.uc.UserID != userID {
+		return store.UserChannel{}, nil, nil, protocol.Errorf(protocol.CodeConnectionNotFound, "user channel %q is not one of the user's channels", ucID)
+	}
+	_, _, card := rt.view()
+	t, ok := card.Tool(toolID)
+	if !ok {
+		return store.UserChannel{}, nil, nil, protocol.Errorf(protocol.CodeConnectorChannelConnectorMismatch, "tool %q does not belong to the channel's connector %s", toolID, rt.cardID)
+	}
+	if !c.usable(toolID) {
+		return store.UserChannel{}, nil, nil, protocol.Errorf(protocol.CodeConnectorChannelUnavailable, "the channel cannot run tool %q now", toolID)
+	}
+	return c.uc, rt, t, nil
 }
 
 // resolve picks the channel of a tool call (section 10.1), from the

@@ -47,6 +47,10 @@ func TestToolsProjectionAndExport(t *testing.T) {
 	if d := names["im_fake_send"]; d.Description != "Send text." || !strings.Contains(string(d.Parameters), "connector_channel_id") || d.CardID != "im.fake" {
 		t.Fatalf("def = %+v", d)
 	}
+	if names[ToolChannelsList].Builtin != true || names[ToolMessageSend].Builtin != true {
+		t.Fatalf("built-in channel tools missing: %v", defs)
+	}
+	defs = cardDefs(defs)
 	oa, bad := ExportOpenAI(defs)
 	if len(oa) != 2 || len(bad) != 1 || bad[0].ToolID != "im_fake.dotted" {
 		t.Fatalf("openai export: %v, unsupported %v", oa, bad)
