@@ -35,6 +35,7 @@ func (h *Host) Admit(ctx context.Context, baseURL, apiKey string) (*Connector, e
 		return nil, ErrClosed
 	}
 
+	h.secret(apiKey)
 	base, vs := protocol.ValidateBaseURL(baseURL)
 	if len(vs) > 0 || base == nil {
 		return nil, &AdmissionError{Reason: ReasonInvalidBaseURL, Violations: vs}

@@ -18,21 +18,37 @@
 //     the persisted channels;
 //   - channels and sign-in: [Host.Connect] opens a temporary channel, runs
 //     auth.start / auth.status polling ([Signin]) and persists the user's
-//     channel only once authenticated with a valid Descriptor; [Host.Logout],
-//     [Host.DeleteChannel], [Host.BindSession];
+//     channel only once authenticated with a valid Descriptor, bound to its
+//     dedicated session (the user channel's id, section 6.3); [Host.Logout],
+//     [Host.DeleteChannel], [Host.BindSession] (a session of the platform's
+//     own);
 //   - tools: [Host.Tools] projects the available tools of a user's channels
-//     as model functions, [ExportOpenAI] and [ExportAnthropic] convert them
-//     (reporting tool ids the providers reject), and [Host.Invoke] resolves
-//     the channel (session binding first) and calls the tool. Resolution and
-//     inbound routing read a bounded in-memory cache of the users' channels
-//     (Options.MaxCachedChannels) that every write of a user channel
-//     invalidates; the store stays the source of truth, and the host must be
-//     the only writer of its user channels;
+//     as model functions, with the built-in channel tools
+//     [ToolChannelsList] and [ToolMessageSend] (section 10.1), and
+//     upload-reference arguments projected as unified file_refs
+//     ([FunctionDef.FileArgs]); [ExportOpenAI] and [ExportAnthropic] convert
+//     them (reporting tool ids the providers reject). [Host.Invoke] resolves
+//     the channel (session binding first, or [WithUserChannel]), uploads the
+//     files of upload-reference arguments, calls the tool and downloads the
+//     files of its result ([Result.Files], [Result.ModelOutput]).
+//     Resolution and inbound routing read a bounded in-memory cache of the
+//     users' channels (Options.MaxCachedChannels) that every write of a user
+//     channel invalidates; the store stays the source of truth, and the host
+//     must be the only writer of its user channels;
+//   - files: every file the host downloads (of a user message or a tool
+//     result) gets a unified file_ref ([File.Ref]), the only reference a
+//     model sees; [Host.RegisterFile] adds the platform's own files and
+//     [Host.LookupFile] resolves them. Downloads come only from the
+//     connector's Base URL origin unless Options.DownloadOrigins allows
+//     more, and are bounded in count and size;
 //   - the IM v2 virtual message channel: inbound chat.message (deduplicated
 //     by the delivery inbox, files downloaded) reaches an [Agent]; its
 //     [ReplyStream] sends activity, deltas and finals, the finals pending in
 //     the delivery outbox until the connector accepts them. IM v1
-//     message.push reaches the Agent too.
+//     message.push reaches the Agent too;
+//   - secrets: the host never logs API keys, form input or tokens, and
+//     reports them to Options.OnSecret, for the embedder's redacting log
+//     handler (connector.NewRedactingHandler with a connector.Redactor).
 //
 // Every goroutine belongs to the Host and stops in [Host.Close].
 //
@@ -45,7 +61,8 @@
 //	c, err := h.Admit(ctx, "https://connector.example", apiKey)
 //	signin, _ := h.Connect(ctx, userID, c.CardID, "", map[string]string{"room": "r1"})
 //	uc, _ := signin.Wait(ctx)
-//	defs, _ := h.Tools(ctx, userID, sessionID)
+//	defs, _ := h.Tools(ctx, userID, msg.SessionID) // Card tools and built-in channel tools
 //	tools, unsupported := host.ExportOpenAI(defs)
-//	res, err := h.Invoke(ctx, userID, sessionID, toolID, args, toolCallID)
+//	res, err := h.Invoke(ctx, userID, msg.SessionID, toolID, args, toolCallID)
+//	// give the model res.ModelOutput, and res.Files (images as image input)
 package host

@@ -130,6 +130,7 @@ func (h *Host) Start(ctx context.Context) error {
 		return fmt.Errorf("host: load catalog: %w", err)
 	}
 	for _, e := range entries {
+		h.secret(e.APIKey)
 		card, err := protocol.ParseCard(e.Card)
 		if err != nil {
 			h.log.Warn("host: stored card does not parse; connector skipped", "card_id", e.CardID, "err", err)
@@ -309,6 +310,22 @@ func (h *Host) startRuntime(e store.CatalogEntry, card *protocol.Card) (*runtime
 	h.sortRuntimesLocked()
 	rt.start(h.ctx, &h.wg)
 	return rt, nil
+}
+
+// secret reports secret values to Options.OnSecret.
+func (h *Host) secret(values ...string) {
+	if h.opts.OnSecret == nil {
+		return
+	}
+	var out []string
+	for _, v := range values {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	if len(out) > 0 {
+		h.opts.OnSecret(out...)
+	}
 }
 
 func (h *Host) emit(ev Event) {

@@ -104,10 +104,24 @@ type Options struct {
 	// OnEvent observes state changes (health, link, channels, tool progress).
 	// It runs on the host's goroutines and must return quickly.
 	OnEvent func(Event)
-	// Logger receives the host's logs; nil discards them. Wrap its handler
-	// with internal/redact in production; the host never logs API keys,
-	// form input or tokens itself.
+	// Logger receives the host's logs; nil discards them. The host never
+	// logs API keys, form input or tokens itself; in production wrap the
+	// handler with connector.NewRedactingHandler and a connector.Redactor,
+	// the SDK's public redaction (the host does not import package
+	// connector; the embedder's main may), and set OnSecret to the
+	// Redactor's Add:
+	//
+	//	secrets := connector.NewRedactor(0)
+	//	opts.Logger = slog.New(connector.NewRedactingHandler(handler, secrets))
+	//	opts.OnSecret = secrets.Add
 	Logger *slog.Logger
+	// OnSecret receives every secret value the host handles, as it learns
+	// it: the system API key of each admitted connector (at Admit and at
+	// Start) and the form input of the auth-flow fields the Card marks
+	// secret (at Connect and Reauthenticate). Give it a redactor's Add so
+	// that these values are scrubbed from every log line, including the
+	// embedder's. It must be safe for concurrent use; nil ignores them.
+	OnSecret func(values ...string)
 	// HTTPClient makes control-plane and transfer-plane requests; nil uses a
 	// client with HTTPTimeout.
 	HTTPClient *http.Client

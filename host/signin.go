@@ -157,8 +157,14 @@ func (h *Host) signin(ctx context.Context, rt *runtime, userID string, uc *store
 		flowID = card.AuthFlows[0].ID
 	}
 	if flowID != "" {
-		if _, ok := card.AuthFlow(flowID); !ok {
+		flow, ok := card.AuthFlow(flowID)
+		if !ok {
 			return nil, protocol.Errorf(protocol.CodeAuthFlowNotFound, "connector %s has no auth flow %q", rt.cardID, flowID)
+		}
+		for _, fld := range flow.Fields {
+			if fld.IsSecret() {
+				h.secret(input[fld.Name])
+			}
 		}
 	}
 	sess, err := rt.waitOnline(ctx)
