@@ -538,3 +538,49 @@ func TestFunctionName(t *testing.T) {
 		t.Fatal("a valid id was renamed")
 	}
 }
+
+// Files in a tool result: the model gets the host's ModelOutput, images
+// as image input (in a user message after the tool message) and other
+// files as notes.
+func TestToolResultFiles(t *testing.T) {
+	dir := t.TempDir()
+	shot := filepath.Join(dir, "shot.png")
+	os.WriteFile(shot, []byte("\x89PNG\r\n\x1a\nscreen"), 0o600)
+	fh := &fakeHost{defs: []host.FunctionDef{{Name: "device_screenshot"}}}
+	fh.run = func(string, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{"raw":true}`), nil }
+	h := &filesHost{fakeHost: fh, files: []host.File{
+		{Ref: "hfile_shot", Path: shot, Filename: "shot.png", MimeType: "image/png", Size: 14},
+		{Ref: "hfile_log", Path: filepath.Join(dir, "none.txt"), Filename: "log.txt", MimeType: "text/plain", Size: 2048},
+	}}
+	srv := openaitest.NewServer(openaitest.Options{})
+	defer srv.Close()
+	srv.Enqueue(openaitest.Calls("", openaitest.ToolCall{ID: "c1", Name: "device_screenshot", Arguments: `{}`}), openaitest.Text("I see the screen."))
+	a := newAgent(t, srv, h, nil, nil)
+	if err := a.HandleMessage(context.Background(), userMsg("m1", "look"), &recordStream{}); err != nil {
+		t.Fatal(err)
+	}
+	ms := srv.Requests()[1].Body.Messages
+	tool, files := ms[len(ms)-2], ms[len(ms)-1]
+	if tool.Role != "tool" || tool.Text() != `{"shot":"hfile_shot"}` {
+		t.Fatalf("tool message %+v", tool)
+	}
+	if files.Role != "user" || len(files.ImageURLs()) != 1 || !strings.Contains(files.Text(), "[file: log.txt (text/plain, 2.0 KB), file_ref hfile_log]") {
+		t.Fatalf("files message %q, %d images", files.Text(), len(files.ImageURLs()))
+	}
+}
+
+// filesHost returns files with every tool result.
+type filesHost struct {
+	*fakeHost
+	files []host.File
+}
+
+func (f *filesHost) Invoke(ctx context.Context, userID, sessionID, toolID string, args json.RawMessage, callID string, opts ...host.InvokeOption) (*host.Result, error) {
+	res, err := f.fakeHost.Invoke(ctx, userID, sessionID, toolID, args, callID, opts...)
+	if err != nil {
+		return nil, err
+	}
+	res.ModelOutput = json.RawMessage(`{"shot":"hfile_shot"}`)
+	res.Files = f.files
+	return res, nil
+}

@@ -438,3 +438,42 @@ func testPNG() []byte {
 	png.Encode(&buf, img)
 	return buf.Bytes()
 }
+
+// The built-in channel tools: the model lists the user's channels, then
+// sends to the second of two rooms, chosen by its connector_channel_id.
+func TestWebchatChannelTools(t *testing.T) {
+	s := newChatSystem(t, nil)
+	one, _ := s.room("eve", "one", "code-1111")
+	two, uc2 := s.room("eve", "two", "code-2222")
+	s.model.Enqueue(
+		openaitest.Calls("", openaitest.ToolCall{ID: "call_list", Name: host.ToolChannelsList, Arguments: `{}`}),
+		openaitest.Calls("", openaitest.ToolCall{ID: "call_send", Name: host.ToolMessageSend,
+			Arguments: `{"connector_channel_id":"` + uc2.ChannelID + `","text":"Hello from room one."}`}),
+		openaitest.Text("I told room two."),
+	)
+	one.post("tell room two hello")
+	msgs, acts := one.collect(1)
+	if msgs[0].Text != "I told room two." {
+		t.Fatalf("room one got %+v", msgs)
+	}
+	got, _ := two.collect(1)
+	if got[0].Text != "Hello from room one." {
+		t.Fatalf("room two got %+v", got)
+	}
+	if !contains(acts, "tool:"+host.ToolChannelsList) || !contains(acts, "tool:"+host.ToolMessageSend) {
+		t.Fatalf("activities %q", acts)
+	}
+	reqs := s.model.WaitRequests(3, 5*time.Second)
+	if names := reqs[0].Body.ToolNames(); !contains(names, host.ToolChannelsList) || !contains(names, host.ToolMessageSend) {
+		t.Fatalf("tools offered %q", names)
+	}
+	ms := reqs[1].Body.Messages
+	list := ms[len(ms)-1]
+	if list.Role != "tool" || list.ToolCallID != "call_list" || !strings.Contains(list.Text(), uc2.ChannelID) || strings.Count(list.Text(), `"connector_channel_id"`) != 2 {
+		t.Fatalf("channel list fed back: %s", list.Text())
+	}
+	ms = reqs[2].Body.Messages
+	if sent := ms[len(ms)-1]; sent.ToolCallID != "call_send" || !strings.Contains(sent.Text(), "queued") {
+		t.Fatalf("send result fed back: %s", sent.Text())
+	}
+}

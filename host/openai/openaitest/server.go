@@ -193,7 +193,7 @@ type Server struct {
 	apiKey string
 
 	mu       sync.Mutex
-	queue    []Response
+	queue    []func(Request) Response
 	fallback *Response
 	requests []Request
 	arrived  chan struct{} // closed and replaced on each request
@@ -230,7 +230,18 @@ func (s *Server) Close() {
 func (s *Server) Enqueue(rs ...Response) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.queue = append(s.queue, rs...)
+	for _, r := range rs {
+		s.queue = append(s.queue, func(Request) Response { return r })
+	}
+}
+
+// EnqueueFunc adds an answer computed from the request it answers (for
+// instance a tool call whose arguments name a file_ref the request
+// shows). fn runs on the server's handler goroutine.
+func (s *Server) EnqueueFunc(fn func(Request) Response) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(s.queue, fn)
 }
 
 // SetFallback sets the answer given when the queue is empty (by default a
@@ -286,6 +297,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	close(s.arrived)
 	s.arrived = make(chan struct{})
 	var resp Response
+	var next func(Request) Response
 	switch {
 	case s.apiKey != "" && req.Authorization != "Bearer "+s.apiKey:
 		resp = Response{Status: http.StatusUnauthorized, ErrorType: "invalid_request_error", ErrorCode: "invalid_api_key",
@@ -293,7 +305,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	case bodyErr != nil:
 		resp = Error(http.StatusBadRequest, "bad JSON body: "+bodyErr.Error())
 	case len(s.queue) > 0:
-		resp = s.queue[0]
+		next = s.queue[0]
 		s.queue = s.queue[1:]
 	case s.fallback != nil:
 		resp = *s.fallback
@@ -301,6 +313,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		resp = Error(http.StatusInternalServerError, "openaitest: no scripted response for this request")
 	}
 	s.mu.Unlock()
+	if next != nil {
+		resp = next(req)
+	}
 
 	if resp.Delay > 0 {
 		t := time.NewTimer(resp.Delay)
