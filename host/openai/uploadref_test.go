@@ -63,7 +63,7 @@ func startDocsConnector(t *testing.T) *docsConnector {
 	t.Cleanup(func() { db.Close() })
 	d := &docsConnector{}
 	d.srv, err = connector.New(connector.Options{Store: db, DataDir: filepath.Join(dir, "files"), APIKey: chatAPIKey,
-		Skill: []byte("# Docs\n\nArchive the files the user sends with docs_archive.\n"),
+		Skill:    []byte("# Docs\n\nArchive the files the user sends with docs_archive.\n"),
 		Identity: connector.Identity{CardID: "im.docs", Name: "Docs", Provider: "docs", TargetType: protocol.TargetIM}})
 	if err != nil {
 		t.Fatal(err)
