@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/xconn/xconn/connector"
+	"github.com/xconn/xconn/connectors/webchat"
+	"github.com/xconn/xconn/host/openai/openaitest"
+	"github.com/xconn/xconn/store"
+)
+
+// Agent flags: a missing --model and an unknown agent are usage errors.
+func TestAgentUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"host", "http://127.0.0.1:1", "--data", t.TempDir(), "--agent", "openai"},
+		{"host", "http://127.0.0.1:1", "--data", t.TempDir(), "--agent", "nope"},
+		{"demo", "--data", t.TempDir(), "--agent", "openai"},
+		{"demo", "--data", t.TempDir(), "--agent", "nope"},
+	} {
+		code, _, errOut := xconn(t, "", args...)
+		if code != 2 || !strings.Contains(errOut, "--agent") {
+			t.Fatalf("%q: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	for _, cmd := range []string{"host", "demo"} {
+		_, out, _ := xconn(t, "", cmd, "--help")
+		for _, flag := range []string{"--agent", "--model", "--base-url", "OPENAI_API_KEY"} {
+			if !strings.Contains(out, flag) {
+				t.Fatalf("%s --help does not mention %s", cmd, flag)
+			}
+		}
+	}
+}
+
+// "xconn host --agent openai" answers a web chat room message with the
+// model's streamed text (the fake model server stands in for Ollama).
+func TestHostAgentOpenAI(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	const apiKey = "host-agent-test-api-key-0123456789"
+	const modelKey = "sk-host-agent-canary-4242"
+	t.Setenv("OPENAI_API_KEY", modelKey)
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := store.Open(ctx, "sqlite:"+filepath.Join(dir, "c.db"), store.Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Start()
+	defer srv.Close()
+	conn, err := webchat.New(webchat.Options{SDK: connector.Options{Store: db, APIKey: apiKey, DataDir: filepath.Join(dir, "files")},
+		PublicURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Server().Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Server().Close(ctx)
+	srv.Config.Handler = conn.Server()
+	model := openaitest.NewServer(openaitest.Options{APIKey: modelKey})
+	defer model.Close()
+	model.Enqueue(openaitest.Text("Hello from the model behind xconn host."))
+
+	cctx, cancel := context.WithCancel(ctx)
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(cctx, []string{"host", srv.URL, "--api-key", apiKey, "--data", filepath.Join(dir, "host"),
+			"--auth-flow", webchat.FlowRoom, "--auth-input", "room=lobby", "--auth-input", "access_code=s3cret-code",
+			"--agent", "openai", "--base-url", model.URL, "--model", "any"}, strings.NewReader(""), out, errOut)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("exit %d; stderr:\n%s", code, errOut.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("xconn host did not stop")
+		}
+		if strings.Contains(out.String()+errOut.String(), modelKey) {
+			t.Error("the model key was printed")
+		}
+	}()
+	waitFor(t, out, regexp.MustCompile(`serving channel \S+ .* with the openai agent`), 30*time.Second)
+
+	// A browser enters the room, listens and says something.
+	jar, _ := cookiejar.New(nil)
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Jar: jar, Transport: tr}
+	res, err := client.PostForm(srv.URL+"/webchat/rooms/lobby", url.Values{"access_code": {"s3cret-code"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("enter room: %s", res.Status)
+	}
+	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
+	defer scancel()
+	req, _ := http.NewRequestWithContext(sctx, http.MethodGet, srv.URL+"/webchat/api/events?room=lobby", nil)
+	events, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Body.Close()
+	res, err = client.Post(srv.URL+"/webchat/api/messages?room=lobby", "application/json", strings.NewReader(`{"text":"hello model"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusAccepted {
+		t.Fatalf("post: %s", res.Status)
+	}
+	var deltas int
+	sc := bufio.NewScanner(events.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "event: delta") {
+			deltas++
+		}
+		if strings.HasPrefix(line, "data: ") && strings.Contains(line, `"from":"assistant"`) {
+			if !strings.Contains(line, "Hello from the model behind xconn host.") || deltas == 0 {
+				t.Fatalf("assistant message %s after %d deltas", line, deltas)
+			}
+			break
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("events: %v", err)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 1 || reqs[0].Body.Model != "any" || reqs[0].Authorization != "Bearer "+modelKey {
+		t.Fatalf("model requests %+v", reqs)
+	}
+	if ms := reqs[0].Body.Messages; ms[len(ms)-1].Text() != "hello model" {
+		t.Fatalf("model got %q", ms[len(ms)-1].Text())
+	}
+}
+
+// "xconn demo --agent openai" puts the model behind the web chat.
+func TestDemoAgentOpenAI(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	t.Setenv("OPENAI_API_KEY", "")
+	model := openaitest.NewServer(openaitest.Options{})
+	defer model.Close()
+	model.Enqueue(openaitest.Text("A model answers the demo."))
+	addr, dir := freeAddr(t), t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"demo", "--listen", addr, "--data", dir, "--agent", "openai", "--base-url", model.URL, "--model", "llama3.2"},
+			strings.NewReader(""), out, errOut)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("exit %d; stderr:\n%s", code, errOut.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("demo did not stop")
+		}
+	}()
+	loginURL := waitFor(t, out, regexp.MustCompile(`(?m)^Login URL: (\S+)$`), 60*time.Second)
+	jar, _ := cookiejar.New(nil)
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Jar: jar, Transport: tr, Timeout: 10 * time.Second}
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		req, _ := http.NewRequest(method, loginURL, nil)
+		req.Header.Set("Origin", "http://"+addr)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s login URL: %s", method, resp.Status)
+		}
+	}
+	waitFor(t, out, regexp.MustCompile(`Signed in: channel (\S+)\.`), 30*time.Second)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/webchat/api/messages", strings.NewReader(`{"text":"hello model"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "http://"+addr)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST message: %s", resp.Status)
+	}
+	waitFor(t, out, regexp.MustCompile(`host → connector\s+chat\.message\s+\S+ assistant message \S+ "A model answers the demo\."`), 30*time.Second)
+	if reqs := model.Requests(); len(reqs) != 1 || reqs[0].Body.Model != "llama3.2" || reqs[0].Authorization != "" {
+		t.Fatalf("model requests %+v", reqs)
+	}
+}
