@@ -72,8 +72,9 @@ type invokeConfig struct {
 // WithUserChannel runs the call on one of the user's channels, chosen by
 // the embedder (for instance the channel a person picked, or the one
 // "xconn host --invoke" signed in), instead of the resolution of section
-// 10.1. The channel must belong to the user, its Card must declare the
-// tool, and its Descriptor must mark the tool available.
+// 10.1. The channel must belong to the user (else connection_not_found),
+// its Card must declare the tool (else unknown_tool), and its Descriptor
+// must mark the tool available (else connector_channel_unavailable).
 func WithUserChannel(userChannelID string) InvokeOption {
 	return func(c *invokeConfig) { c.ucID = userChannelID }
 }
@@ -271,7 +272,7 @@ func (h *Host) resolveChannel(ctx context.Context, userID, ucID, toolID string) 
 	_, _, card := rt.view()
 	t, ok := card.Tool(toolID)
 	if !ok {
-		return store.UserChannel{}, nil, nil, protocol.Errorf(protocol.CodeConnectorChannelConnectorMismatch, "tool %q does not belong to the channel's connector %s", toolID, rt.cardID)
+		return store.UserChannel{}, nil, nil, protocol.Errorf(protocol.CodeUnknownTool, "the channel's connector %s declares no tool %q", rt.cardID, toolID)
 	}
 	if !c.usable(toolID) {
 		return store.UserChannel{}, nil, nil, protocol.Errorf(protocol.CodeConnectorChannelUnavailable, "the channel cannot run tool %q now", toolID)

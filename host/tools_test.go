@@ -308,3 +308,37 @@ func TestInvokeProgressMatchedToItsCall(t *testing.T) {
 		}
 	}
 }
+
+// WithUserChannel runs a call on the channel the embedder chose, checked
+// against the user's channels and the channel's Card and Descriptor.
+func TestInvokeWithUserChannel(t *testing.T) {
+	t.Parallel()
+	f := newFakeConnector(t, "im.fake", "")
+	th := newTestHost(t, "", nil)
+	th.admitOnline(t, f)
+	ctx := ctxT(t)
+	first := th.signinRoom(t, "val", "im.fake")
+	second := th.signinRoom(t, "val", "im.fake")
+	stranger := th.signinRoom(t, "wes", "im.fake")
+	tests := []struct {
+		name, user, ucID, tool string
+		code                   protocol.Code
+		routed                 string
+	}{
+		{"the second channel, not the first", "val", second.ID, "im_fake_send", "", second.ChannelID},
+		{"the first, from the second's session", "val", first.ID, "im_fake_send", "", first.ChannelID},
+		{"another user's channel", "val", stranger.ID, "im_fake_send", protocol.CodeConnectionNotFound, ""},
+		{"no such channel", "val", "uch_nope", "im_fake_send", protocol.CodeConnectionNotFound, ""},
+		{"undeclared tool", "val", second.ID, "nope", protocol.CodeUnknownTool, ""},
+		{"unavailable tool", "val", second.ID, "im_fake_off", protocol.CodeConnectorChannelUnavailable, ""},
+	}
+	for _, tt := range tests {
+		res, err := th.Invoke(ctx, tt.user, second.SessionID, tt.tool, json.RawMessage(`{}`), "c-"+tt.name, WithUserChannel(tt.ucID))
+		switch {
+		case tt.code != "" && code(err) != tt.code:
+			t.Errorf("%s: err %v, want %s", tt.name, err, tt.code)
+		case tt.code == "" && (err != nil || res.ChannelID != tt.routed):
+			t.Errorf("%s: %+v %v, want routed to %s", tt.name, res, err, tt.routed)
+		}
+	}
+}
