@@ -584,3 +584,19 @@ func (f *filesHost) Invoke(ctx context.Context, userID, sessionID, toolID string
 	res.Files = f.files
 	return res, nil
 }
+
+// Leading blank lines of an answer open no message and are trimmed.
+func TestLeadingBlankTrimmed(t *testing.T) {
+	srv := openaitest.NewServer(openaitest.Options{})
+	defer srv.Close()
+	srv.Enqueue(openaitest.Response{Deltas: []string{"\n\n", " Hi", " there"}})
+	a := newAgent(t, srv, &fakeHost{}, nil, nil)
+	rs := &recordStream{}
+	if err := a.HandleMessage(context.Background(), userMsg("m1", "hi"), rs); err != nil {
+		t.Fatal(err)
+	}
+	f := rs.finals()
+	if len(f) != 1 || f[0].Text != "Hi there" || rs.deltas(f[0].MsgID) != "Hi there" {
+		t.Fatalf("finals %+v, deltas %q", f, rs.deltas(f[0].MsgID))
+	}
+}

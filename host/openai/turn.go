@@ -15,6 +15,9 @@ import (
 	"github.com/xconn/xconn/protocol"
 )
 
+// blank is the white space trimmed from the start of an answer.
+const blank = " \t\r\n"
+
 // turn is the work on one user message: built and run by HandleMessage on
 // the channel's worker, never shared.
 type turn struct {
@@ -101,9 +104,6 @@ func (t *turn) run(ctx context.Context) error {
 			comp.ToolCalls[i].Type = "function"
 		}
 		text := comp.Content
-		if strings.TrimSpace(text) == "" {
-			text = ""
-		}
 		if text == "" && len(comp.ToolCalls) == 0 {
 			text = "(The model returned an empty answer.)"
 		}
@@ -137,10 +137,22 @@ func (t *turn) complete(ctx context.Context, req *Request) (*Completion, error) 
 		var comp *Completion
 		err := a.opts.Retry.do(ctx, func() error {
 			var err error
+			started := false
 			comp, err = a.client.Stream(ctx, req, func(s string) error {
+				if !started {
+					// Leading blank lines open no message: the final
+					// text is trimmed alike.
+					if s = strings.TrimLeft(s, blank); s == "" {
+						return nil
+					}
+					started = true
+				}
 				_ = t.reply.Delta(ctx, s) // best effort: the final carries the whole text
 				return nil
 			})
+			if comp != nil {
+				comp.Content = strings.TrimLeft(comp.Content, blank)
+			}
 			return err
 		}, func(attempt int, wait time.Duration, err error) {
 			a.log.Warn("openai agent: model request failed; retrying", "attempt", attempt, "wait", wait, "err", err)
@@ -179,9 +191,10 @@ func (t *turn) fail(ctx context.Context, log *slog.Logger, err error) error {
 	log.Error("openai agent: no answer from the model", "err", err)
 	text := t.a.opts.Apology + " (" + reason(err) + ")"
 	var se *StreamError
-	if errors.As(err, &se) && strings.TrimSpace(se.Partial.Content) != "" {
-		text = se.Partial.Content + "\n\n[" + "The answer was cut off: " + reason(err) + ".]"
-		t.remember = append(t.remember, Message{Role: RoleAssistant, Content: se.Partial.Content})
+	if errors.As(err, &se) && strings.TrimLeft(se.Partial.Content, blank) != "" {
+		partial := strings.TrimLeft(se.Partial.Content, blank)
+		text = partial + "\n\n[The answer was cut off: " + reason(err) + ".]"
+		t.remember = append(t.remember, Message{Role: RoleAssistant, Content: partial})
 	}
 	if _, ferr := t.reply.Final(ctx, text); ferr != nil {
 		return fmt.Errorf("final: %w", ferr)
