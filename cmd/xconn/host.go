@@ -18,7 +18,6 @@ import (
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/host"
-	"github.com/xconn/xconn/internal/qr"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
 )
@@ -37,6 +36,7 @@ type hostFlags struct {
 	inputs   []string
 	userID   string
 	logLevel string
+	invoke   invokeFlags
 }
 
 func newHostCmd() *cobra.Command {
@@ -51,9 +51,21 @@ want to try their connector against a real host. It admits the connector
 --auth-input, prompting for missing fields when a terminal is attached; a QR
 code is shown in the terminal), then serves the channel with the agent until
 interrupted, reconnecting as the host does. Every data-plane packet is logged
-as one line (types and identifiers, never payload secrets).`,
-		Example: `  xconn host http://127.0.0.1:8080 --api-key KEY --auth-flow webchat_room --auth-input room=lobby`,
-		Args:    cobra.ExactArgs(1),
+as one line (types and identifiers, never payload secrets), except the
+auth.status polls of a sign-in: one line per sign-in state change instead.
+Ctrl-C or SIGTERM stops at once, a pending sign-in included.
+
+With --invoke TOOL [--args JSON] it runs one tool call on the signed-in
+channel instead (for tools-only connectors such as a device; the built-in
+connector_channels_list works too), prints the ack as JSON on stdout
+({"tool_id", "connector_channel_id", "result", "files"} or {"error": {"code",
+"message", "retryable"}}; files the result returned are downloaded into the
+data directory) and exits: 0 on success, 1 on a tool error, 2 on a usage
+error such as --args that is not a JSON object. The packet log then goes to
+stderr.`,
+		Example: `  xconn host http://127.0.0.1:8080 --api-key KEY --auth-flow webchat_room --auth-input room=lobby
+  xconn host http://127.0.0.1:8080 --api-key KEY --invoke webchat_message_send --args '{"connector_channel_id":"x","text":"hi"}'`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.apiKey == "" {
 				f.apiKey = os.Getenv("XCONN_API_KEY")
@@ -69,6 +81,7 @@ as one line (types and identifiers, never payload secrets).`,
 	fs.StringArrayVar(&f.inputs, "auth-input", nil, "form input of the auth flow as key=value (repeatable)")
 	fs.StringVar(&f.userID, "user", defaultHostUser, "user id the channel belongs to")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log level of the host (debug, info, warn, error)")
+	f.invoke.register(fs)
 	return cmd
 }
 
@@ -92,14 +105,26 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 	if err := f.agent.check(); err != nil {
 		return err
 	}
+	invokeArgs, err := f.invoke.check()
+	if err != nil {
+		return err
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
+	// Until a connector is admitted, the run leaves the data directory as
+	// it found it (deferred first: it runs after the store is closed).
+	cleanup, admitted := newDataDirCleanup(f.dataDir), false
+	defer func() {
+		if !admitted {
+			_ = cleanup.undo()
+		}
+	}()
 	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("data directory: %w", err)}
 	}
-	db, err := store.Open(ctx, "sqlite:"+filepath.Join(f.dataDir, "host.db"), store.Options{DataDir: f.dataDir})
+	db, err := store.Open(ctx, "sqlite:"+filepath.Join(f.dataDir, hostDBFile), store.Options{DataDir: f.dataDir})
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("open store: %w", err)}
 	}
@@ -116,11 +141,19 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 		return err
 	}
 	out := &lineWriter{w: stdout}
+	if f.invoke.tool != "" {
+		agent, out = invokeAgent{}, &lineWriter{w: stderr} // stdout is the call's JSON
+	}
 	h, err := host.New(host.Options{
 		Store: db, Delivery: db, Agent: agent, Logger: logger,
 		FilesDir: filepath.Join(f.dataDir, "files"),
-		OnPacket: func(dir protocol.Direction, _ string, env *protocol.Envelope) { out.printf("%s", packetLine(dir, env)) },
+		OnPacket: func(dir protocol.Direction, _ string, env *protocol.Envelope) {
+			if line, ok := hostPacketLine(dir, env); ok {
+				out.printf("%s", line)
+			}
+		},
 		OnEvent:  func(ev host.Event) { out.printf("%s", eventLine(ev)) },
+		OnSecret: secrets.Add,
 	})
 	if err != nil {
 		return &exitError{code: 1, err: err}
@@ -143,6 +176,7 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 		}
 		return &exitError{code: 1, err: fmt.Errorf("admit: %s", secrets.Scrub(err.Error()))}
 	}
+	admitted = true
 	out.printf("admitted %s (%s %s, protocol %s, profiles %s)", c.CardID, c.Card.Connector.Name, c.Card.Connector.Version,
 		c.Card.ProtocolVersion, strings.Join(c.Profiles, ","))
 
@@ -152,6 +186,9 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 			return nil
 		}
 		return &exitError{code: 1, err: fmt.Errorf("sign-in: %s", secrets.Scrub(err.Error()))}
+	}
+	if f.invoke.tool != "" {
+		return runInvoke(ctx, h, uc, f.invoke, invokeArgs, stdout, secrets.Scrub)
 	}
 	out.printf("serving channel %s (connector_channel_id %s) with the %s agent; Ctrl-C to stop", uc.ID, uc.ChannelID, f.agent.name)
 	<-ctx.Done()
@@ -197,21 +234,7 @@ func ensureChannel(ctx context.Context, h *host.Host, c *host.Connector, f hostF
 	if err != nil {
 		return store.UserChannel{}, err
 	}
-	lastQR := ""
-	for st := range s.Updates() {
-		if st.QRCodeText != "" && st.QRCodeText != lastQR {
-			lastQR = st.QRCodeText
-			if art, err := qr.Terminal(st.QRCodeText); err == nil {
-				out.printf("scan this QR code to sign in:\n%s", art)
-			}
-		}
-		msg := ""
-		if st.Message != "" {
-			msg = ": " + st.Message
-		}
-		out.printf("sign-in %s%s", st.Status, msg)
-	}
-	return s.Wait(ctx)
+	return waitSignin(ctx, s, out)
 }
 
 // promptMissing asks for the form fields missing from inputs when stdin is
