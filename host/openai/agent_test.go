@@ -454,6 +454,22 @@ func TestRetries(t *testing.T) {
 			t.Fatalf("finals %+v after %d requests", f, len(srv.Requests()))
 		}
 	})
+	t.Run("request timeout", func(t *testing.T) {
+		srv := openaitest.NewServer(openaitest.Options{})
+		defer srv.Close()
+		srv.SetFallback(openaitest.Response{Delay: time.Minute})
+		a := newAgent(t, srv, &fakeHost{}, nil, func(o *openai.Options) {
+			o.RequestTimeout = 100 * time.Millisecond
+			o.Retry.MaxAttempts = 2
+		})
+		rs := &recordStream{}
+		if err := a.HandleMessage(context.Background(), userMsg("m1", "hi"), rs); err != nil {
+			t.Fatal(err)
+		}
+		if f := rs.finals(); len(f) != 1 || !strings.Contains(f[0].Text, "did not answer in time") || len(srv.Requests()) != 2 {
+			t.Fatalf("finals %+v after %d requests", f, len(srv.Requests()))
+		}
+	})
 	t.Run("cancelled: not answered, error for redelivery", func(t *testing.T) {
 		srv := openaitest.NewServer(openaitest.Options{})
 		defer srv.Close()

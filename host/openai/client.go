@@ -101,7 +101,7 @@ func (c *Client) Stream(ctx context.Context, req *Request, onDelta func(string) 
 	if err != nil {
 		return nil, fmt.Errorf("openai: encode request: %w", err)
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, c.opts.RequestTimeout, errors.New("the model request took too long"))
+	ctx, cancel := context.WithTimeoutCause(ctx, c.opts.RequestTimeout, errTooLong)
 	defer cancel()
 	// The idle watchdog cancels the request when nothing arrives in time;
 	// it is reset by every read and stopped on return.

@@ -67,8 +67,12 @@ type StreamError struct {
 func (e *StreamError) Error() string { return "openai: stream broken: " + e.Err.Error() }
 func (e *StreamError) Unwrap() error { return e.Err }
 
-// errIdle is the cause of a request cancelled for silence.
-var errIdle = errors.New("no data from the model server in time")
+// errIdle is the cause of a request cancelled for silence, errTooLong of
+// one that passed RequestTimeout.
+var (
+	errIdle    = errors.New("no data from the model server in time")
+	errTooLong = errors.New("the model request took too long")
+)
 
 // retryable classifies an error of one attempt.
 func retryable(err error) bool {

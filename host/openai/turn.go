@@ -219,7 +219,7 @@ func reason(err error) string {
 		}
 		return "the model server rejected the request"
 	}
-	if errors.Is(err, errIdle) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, errIdle) || errors.Is(err, errTooLong) || errors.Is(err, context.DeadlineExceeded) {
 		return "the model server did not answer in time"
 	}
 	return "the model server could not be reached"
