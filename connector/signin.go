@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -337,8 +338,8 @@ func setField(v reflect.Value, k reflect.Kind, trimmed, raw string) error {
 		v.SetUint(n)
 	case reflect.Float32, reflect.Float64:
 		n, err := strconv.ParseFloat(trimmed, v.Type().Bits())
-		if err != nil {
-			return fmt.Errorf("must be a number")
+		if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+			return fmt.Errorf("must be a finite number")
 		}
 		v.SetFloat(n)
 	}
