@@ -21,8 +21,15 @@ const (
 	DefaultMaxImages = 4
 )
 
-// visionTypes are the image types vision models accept as data URLs.
-var visionTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+// visionType reports whether vision models accept the image type as a
+// data URL.
+func visionType(mt string) bool {
+	switch mt {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+		return true
+	}
+	return false
+}
 
 // imageBudget counts the images of one turn.
 type imageBudget struct {
@@ -65,7 +72,7 @@ func humanSize(n int64) string {
 // within the budget; ok is false otherwise.
 func (b *imageBudget) imagePart(f host.File) (Part, bool) {
 	mt, _, _ := mime.ParseMediaType(f.MimeType)
-	if b.off || b.left <= 0 || !visionTypes[strings.ToLower(mt)] || f.Path == "" {
+	if b.off || b.left <= 0 || !visionType(strings.ToLower(mt)) || f.Path == "" {
 		return Part{}, false
 	}
 	fh, err := os.Open(f.Path)
