@@ -61,19 +61,25 @@ func projectTool(t *protocol.Tool) toolProjection {
 	return toolProjection{params: b, fileArgs: names}
 }
 
-// projection returns the projection of a tool of the current Card,
-// computed once per Card.
+// projection returns the projection of a tool of the runtime's Card,
+// computed once per Card (a tool of a Card replaced since is projected
+// again, not cached).
 func (rt *runtime) projection(t *protocol.Tool) toolProjection {
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
 	if p, ok := rt.projs[t.ToolID]; ok {
+		rt.mu.Unlock()
 		return p
 	}
-	p := projectTool(t)
-	if rt.projs == nil {
-		rt.projs = map[string]toolProjection{}
+	rt.mu.Unlock()
+	p := projectTool(t) // outside the lock: it decodes the schema
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if ct, ok := rt.card.Tool(t.ToolID); ok && ct == t {
+		if rt.projs == nil {
+			rt.projs = map[string]toolProjection{}
+		}
+		rt.projs[t.ToolID] = p
 	}
-	rt.projs[t.ToolID] = p
 	return p
 }
 
