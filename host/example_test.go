@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"log/slog"
 	"os"
 	"path/filepath"
 
+	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/host"
 	"github.com/xconn/xconn/store"
 )
@@ -25,7 +27,11 @@ func Example() {
 	}
 	defer db.Close()
 
-	h, err := host.New(host.Options{Store: db, Delivery: db, Agent: host.Echo{}})
+	// Logs go through the SDK's public redaction; the host hands it the
+	// API keys and secret form input it sees.
+	secrets := connector.NewRedactor(0)
+	logger := slog.New(connector.NewRedactingHandler(slog.NewTextHandler(os.Stderr, nil), secrets))
+	h, err := host.New(host.Options{Store: db, Delivery: db, Agent: host.Echo{}, Logger: logger, OnSecret: secrets.Add})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -46,17 +52,21 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	_ = h.BindSession(ctx, uc.ID, "session-1")
-
-	defs, _ := h.Tools(ctx, "user-1", "session-1")
+	// The channel's dedicated session (section 6.3) is uc.SessionID, the
+	// one its messages carry (UserMessage.SessionID): tool calls of that
+	// conversation run on this channel.
+	defs, _ := h.Tools(ctx, "user-1", uc.SessionID) // the Card's tools and the built-in channel tools
 	tools, unsupported := host.ExportOpenAI(defs)
 	fmt.Println(len(tools), "tools for the model,", len(unsupported), "left out")
 
-	res, err := h.Invoke(ctx, "user-1", "session-1", defs[0].Name, json.RawMessage(`{"text":"hi"}`), "call-1")
+	res, err := h.Invoke(ctx, "user-1", uc.SessionID, defs[0].Name, json.RawMessage(`{"text":"hi"}`), "call-1")
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(string(res.Output))
+	fmt.Println(string(res.ModelOutput)) // the result with the host's file_refs
+	for _, f := range res.Files {
+		fmt.Println(f.Ref, f.Filename, f.MimeType, f.Size) // downloaded into FilesDir
+	}
 }
 
 // Exporting projected tools to the OpenAI and Anthropic formats: tool ids
