@@ -37,6 +37,8 @@ type hostFlags struct {
 	userID   string
 	logLevel string
 	invoke   invokeFlags
+	// downloadOrigins are host.Options.DownloadOrigins.
+	downloadOrigins []string
 }
 
 func newHostCmd() *cobra.Command {
@@ -82,6 +84,7 @@ stderr.`,
 	fs.StringVar(&f.userID, "user", defaultHostUser, "user id the channel belongs to")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log level of the host (debug, info, warn, error)")
 	f.invoke.register(fs)
+	fs.StringArrayVar(&f.downloadOrigins, "download-origin", nil, `another origin (scheme://host[:port]) the host may download a connector's download_url from, besides the connector's own; "*" for any (repeatable)`)
 	return cmd
 }
 
@@ -107,6 +110,9 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 	}
 	invokeArgs, err := f.invoke.check()
 	if err != nil {
+		return err
+	}
+	if err := checkDownloadOrigins(f.downloadOrigins); err != nil {
 		return err
 	}
 	var level slog.Level
@@ -154,6 +160,8 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 		},
 		OnEvent:  func(ev host.Event) { out.printf("%s", eventLine(ev)) },
 		OnSecret: secrets.Add,
+
+		DownloadOrigins: f.downloadOrigins,
 	})
 	if err != nil {
 		return &exitError{code: 1, err: err}

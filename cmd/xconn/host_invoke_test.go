@@ -90,6 +90,7 @@ func TestHostInvoke(t *testing.T) {
 		{"args not JSON", []string{"--invoke", sdkfixture.ToolEcho, "--args", `{text:`}, 2, nil, "--args must be a JSON object"},
 		{"args not an object", []string{"--invoke", sdkfixture.ToolEcho, "--args", `["x"]`}, 2, nil, "--args must be a JSON object"},
 		{"args without invoke", []string{"--args", `{}`}, 2, nil, "--args needs --invoke"},
+		{"bad download origin", []string{"--invoke", sdkfixture.ToolEcho, "--download-origin", "ftp://files.example"}, 2, nil, "--download-origin"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/xconn/xconn/host"
@@ -127,6 +129,22 @@ func (c *dataDirCleanup) undo() error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("clean up %s: %w", c.dir, err)
+	}
+	return nil
+}
+
+// checkDownloadOrigins reports a --download-origin that is not an origin
+// as a usage error, before anything starts (host.New checks them too).
+func checkDownloadOrigins(list []string) error {
+	for _, s := range list {
+		if s == host.AnyDownloadOrigin {
+			continue
+		}
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("--download-origin %q: want scheme://host[:port] or %q", s, host.AnyDownloadOrigin)
+		}
 	}
 	return nil
 }
