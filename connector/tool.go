@@ -64,7 +64,8 @@ func (c *Call) Progress(ctx context.Context, status, message string, fraction *f
 	if c.sess == nil {
 		return nil
 	}
-	return c.sess.pushProgress(ctx, c.channelID, protocol.ToolProgressPayload{ToolID: c.ToolID, Status: status, Message: message, Progress: fraction})
+	return c.sess.pushProgress(ctx, c.channelID, protocol.ToolProgressPayload{ToolID: c.ToolID, ToolCallID: c.ToolCallID,
+		Status: status, Message: message, Progress: fraction})
 }
 
 // toolEntry is a registered tool.

@@ -93,8 +93,9 @@ func TestToolInvocation(t *testing.T) {
 		}
 	}
 
-	// Progress pushes carry the channel, and no request_id (they are not the answer).
-	env = invoke(t, c, ch, sdkfixture.ToolProgress, arg(""), "")
+	// Progress pushes carry the channel and the call's tool_call_id, and no
+	// request_id (they are not the answer).
+	env = invoke(t, c, ch, sdkfixture.ToolProgress, arg(""), "call_p1")
 	wantOK(t, env, protocol.TypeToolInvokeAck)
 	for i := 0; i < 2; i++ {
 		p, err := c.NextOfType(ctx, protocol.TypeToolProgressPush)
@@ -102,7 +103,7 @@ func TestToolInvocation(t *testing.T) {
 			t.Fatal(err)
 		}
 		pp := decode[protocol.ToolProgressPayload](t, p)
-		if p.ConnectorChannelID != ch || pp.ToolID != sdkfixture.ToolProgress || p.RequestID != "" ||
+		if p.ConnectorChannelID != ch || pp.ToolID != sdkfixture.ToolProgress || pp.ToolCallID != "call_p1" || p.RequestID != "" ||
 			strings.Contains(pp.Message, f.Opts.Canary) {
 			t.Fatalf("progress %+v %+v", p, pp)
 		}

@@ -160,7 +160,11 @@ type ToolInvokeAckPayload struct {
 
 // ToolProgressPayload is the payload of tool.progress.push (section 8.20).
 type ToolProgressPayload struct {
-	ToolID     string     `json:"tool_id"`
+	ToolID string `json:"tool_id"`
+	// ToolCallID, an xconn addition to the spec's recommended payload,
+	// names the call (its context.tool_call_id) so that a host can tell two
+	// concurrent calls of one tool apart.
+	ToolCallID string     `json:"tool_call_id,omitempty"`
 	Status     string     `json:"status,omitempty"`
 	Message    string     `json:"message,omitempty"`
 	Progress   *float64   `json:"progress,omitempty"`
