@@ -112,9 +112,13 @@ func (c *Connector) onActivity(_ context.Context, ch *connector.Channel, a conne
 	return nil
 }
 
-// SendInput is the input of the webchat_message_send tool.
+// SendInput is the input of the webchat_message_send tool: text, a file,
+// or both.
 type SendInput struct {
-	Text string `json:"text" desc:"The text to show on the web chat page, as the assistant."`
+	Text string `json:"text,omitempty" desc:"The text to show on the web chat page, as the assistant."`
+	// File is an upload reference: xAgent shows the model a file_ref of a
+	// conversation file and uploads it to this connector before the call.
+	File *connector.Upload `json:"file,omitempty" desc:"A file of the conversation to show on the page with the text."`
 }
 
 // SendResult is the result of the webchat_message_send tool.
@@ -123,21 +127,26 @@ type SendResult struct {
 	MessageID string `json:"message_id"`
 }
 
-// errEmptyText rejects a send without text.
-var errEmptyText = errors.New("text must not be empty")
+// errEmptyText rejects a send without text or file.
+var errEmptyText = errors.New("text or file is required")
 
 // sendTool is webchat_message_send: a proactive assistant message to the
-// channel's page. The SDK makes it idempotent by tool call id.
+// channel's page. The SDK makes it idempotent by tool call id and has
+// already resolved the file to this channel's upload.
 func (c *Connector) sendTool(_ context.Context, call *connector.Call, in SendInput) (SendResult, error) {
 	text := strings.TrimSpace(in.Text)
-	if text == "" {
+	if text == "" && in.File == nil {
 		return SendResult{}, protocol.Errorf(protocol.CodeInvalidArguments, "%v", errEmptyText)
 	}
 	if len(text) > DefaultMaxTextBytes {
 		return SendResult{}, protocol.Errorf(protocol.CodeInvalidArguments, "text longer than %d bytes", DefaultMaxTextBytes)
 	}
 	id := connector.NewID("wcm_")
-	e, err := newEvent(EventMessage, MessageEvent{MessageID: id, From: "assistant", Text: text, CreatedAt: time.Now().UnixMilli()})
+	ev := MessageEvent{MessageID: id, From: "assistant", Text: text, CreatedAt: time.Now().UnixMilli()}
+	if f := in.File; f != nil {
+		ev.Files = []FileEvent{{Type: f.Type, Filename: f.Filename, MimeType: f.MimeType, Size: f.Size, URL: c.mediaURL(f.Ref)}}
+	}
+	e, err := newEvent(EventMessage, ev)
 	if err != nil {
 		return SendResult{}, fmt.Errorf("webchat: encode message: %w", err)
 	}

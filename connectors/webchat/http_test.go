@@ -9,11 +9,14 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/xconn/xconn/connectors/webchat"
+	"github.com/xconn/xconn/host"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -235,6 +238,34 @@ func TestWebAPIFlow(t *testing.T) {
 	}
 	if string(r2.Output) != string(r1.Output) {
 		t.Fatalf("repeat result %s, want %s", r2.Output, r1.Output)
+	}
+
+	// The tool's file argument is an upload reference: the host uploads a
+	// conversation file for it, and the page shows that file.
+	note := filepath.Join(t.TempDir(), "note.txt")
+	if err := os.WriteFile(note, []byte("a file from the agent"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hf, err := s.host.RegisterFile("alice", host.OutgoingFile{Path: note})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fargs, _ := json.Marshal(map[string]string{"connector_channel_id": channel, "file": hf.Ref})
+	if _, err := s.host.Invoke(ctx, "alice", "", webchat.ToolSend, fargs, "call-2"); err != nil {
+		t.Fatalf("invoke with a file: %v", err)
+	}
+	fm := decode[webchat.MessageEvent](t, ev.next(t, func(e sseEvent) bool { return e.Type == webchat.EventMessage }).Data)
+	if len(fm.Files) != 1 || fm.Files[0].Filename != "note.txt" {
+		t.Fatalf("proactive file message %+v", fm)
+	}
+	res, err = c.Get(s.baseURL + fm.Files[0].URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || string(got) != "a file from the agent" {
+		t.Fatalf("tool file: %s %q", res.Status, got)
 	}
 
 	// Bad requests.

@@ -63,7 +63,8 @@ func TestNewOptions(t *testing.T) {
 
 // TestCardAndSkill: the Card derived from the Identity and the
 // registrations is the one the hand-written Card of earlier versions
-// declared (testdata/connector-card.json, without the build block), and
+// declared, plus the send tool's optional file argument
+// (testdata/connector-card.json, without the build block), and
 // the Skill names the send tool.
 func TestCardAndSkill(t *testing.T) {
 	ctx := context.Background()

@@ -33,7 +33,7 @@ const (
 	ToolSend = "webchat_message_send"
 	// ConnectorVersion is the Card's connector.version; raise it whenever
 	// the tools, flows or Skill change.
-	ConnectorVersion = "1.0.0"
+	ConnectorVersion = "1.1.0"
 )
 
 // Defaults of the QR sign-in.
@@ -194,7 +194,7 @@ func (c *Connector) register(opts Options) error {
 		connector.SetClient(c.srv, c.newPage),
 		connector.AddTool(c.srv, ToolSend, c.sendTool, connector.ToolOptions{
 			Title:       "Send a web chat message",
-			Description: "Send a proactive text message to the web chat page of this channel (every signed-in browser, or everyone in the room).",
+			Description: "Send a proactive message (text, a file of the conversation, or both) to the web chat page of this channel (every signed-in browser, or everyone in the room).",
 			Profile:     protocol.ProfileIMv2,
 			SideEffect:  true,
 		}),
