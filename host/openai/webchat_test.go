@@ -17,6 +17,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -475,5 +476,46 @@ func TestWebchatChannelTools(t *testing.T) {
 	ms = reqs[2].Body.Messages
 	if sent := ms[len(ms)-1]; sent.ToolCallID != "call_send" || !strings.Contains(sent.Text(), "queued") {
 		t.Fatalf("send result fed back: %s", sent.Text())
+	}
+}
+
+// TestWebchatUploadReference: a file the user posted is offered to the model
+// as a file_ref; the model passes it to webchat_message_send's file argument
+// (an upload reference), the host uploads it to the connector for the
+// channel, and the page shows the same bytes.
+func TestWebchatUploadReference(t *testing.T) {
+	s := newChatSystem(t, nil)
+	b, uc := s.room("eve", "lobby", "code-1234")
+	refRE := regexp.MustCompile(`hfile_[A-Za-z0-9_-]+`)
+	s.model.EnqueueFunc(func(r openaitest.Request) openaitest.Response {
+		ms := r.Body.Messages
+		ref := refRE.FindString(ms[len(ms)-1].Text())
+		return openaitest.Calls("", openaitest.ToolCall{ID: "call_file_1", Name: "webchat_message_send",
+			Arguments: `{"connector_channel_id":"` + uc.ChannelID + `","text":"Here it is again.","file":"` + ref + `"}`})
+	})
+	s.model.Enqueue(openaitest.Text("Sent it back."))
+	b.postFile("send this back to me", "notes.txt", "text/plain", []byte("the user's notes"))
+	msgs, _ := b.collect(2)
+	var withFile *assistantMessage
+	for i := range msgs {
+		if len(msgs[i].Files) > 0 {
+			withFile = &msgs[i]
+		}
+	}
+	if withFile == nil || withFile.Files[0].Filename != "notes.txt" || withFile.Files[0].Size != int64(len("the user's notes")) || withFile.Text != "Here it is again." {
+		t.Fatalf("messages %+v", msgs)
+	}
+	reqs := s.model.WaitRequests(2, 5*time.Second)
+	var params string
+	for _, tl := range reqs[0].Body.Tools {
+		if tl.Function.Name == "webchat_message_send" {
+			params = string(tl.Function.Parameters)
+		}
+	}
+	if !strings.Contains(params, "file_ref") || strings.Contains(params, "xagent-upload-ref") {
+		t.Fatalf("the file argument is not projected as a file_ref: %s", params)
+	}
+	if res := reqs[1].Body.Messages[len(reqs[1].Body.Messages)-1]; res.Role != "tool" || !strings.Contains(res.Text(), "sent") {
+		t.Fatalf("tool result %+v", res)
 	}
 }
