@@ -300,8 +300,8 @@ func (s *session) onFrame(env *protocol.Envelope, _ []byte, err error) {
 
 // progress hands a tool.progress.push to the call it belongs to (section
 // 8.20): the tool.invoke with its request_id; else, on its channel, the one
-// whose tool_call_id its payload names ("tool_call_id", an extension
-// member); else the only tool.invoke of its tool_id in flight there. When
+// whose tool_call_id its payload names (ToolCallID, an xconn member the
+// SDK sends); else the only tool.invoke of its tool_id in flight there. When
 // two calls of one tool are in flight and the push names neither, it goes
 // to none of them (it is still an EventToolProgress): a call never sees
 // another call's progress.
@@ -310,10 +310,7 @@ func (s *session) progress(env *protocol.Envelope) {
 	if env.DecodePayload(&pp) != nil {
 		return
 	}
-	var callID string
-	if raw, ok := pp.Extensions["tool_call_id"]; ok {
-		_ = json.Unmarshal(raw, &callID)
-	}
+	callID := pp.ToolCallID
 	var fn func(*protocol.ToolProgressPayload)
 	s.mu.Lock()
 	if p := s.pending[env.RequestID]; env.RequestID != "" && p != nil {

@@ -81,8 +81,8 @@ func WithUserChannel(userChannelID string) InvokeOption {
 
 // WithProgress receives the tool.progress.push events of the call before
 // the call returns: those carrying its request_id; else, on its channel,
-// those whose payload names its tool_call_id (an extension member
-// "tool_call_id"); else those of its tool_id while it is the only call of
+// those whose payload names its tool_call_id (member "tool_call_id",
+// which the xconn SDK sends); else those of its tool_id while it is the only call of
 // that tool in flight on the channel. Two concurrent calls of one tool
 // never see each other's progress. fn runs on the socket's reader
 // goroutine and must return quickly.

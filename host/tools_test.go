@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -251,9 +250,7 @@ func TestInvokeProgressMatchedToItsCall(t *testing.T) {
 	}
 	push := func(requestID, callID, msg string) {
 		pp := protocol.ToolProgressPayload{ToolID: "im_fake_slow", Status: "running", Message: msg}
-		if callID != "" {
-			pp.Extensions = protocol.Extensions{"tool_call_id": json.RawMessage(strconv.Quote(callID))}
-		}
+		pp.ToolCallID = callID
 		env := &protocol.Envelope{Schema: protocol.PacketSchema, PacketID: "prog-" + msg, RequestID: requestID,
 			ConnectorChannelID: uc.ChannelID, Type: protocol.TypeToolProgressPush}
 		if err := env.SetPayload(pp); err != nil {
