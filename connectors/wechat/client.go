@@ -86,6 +86,9 @@ const (
 )
 
 type peerState struct {
+	// Bot is the bot account the peers wrote to: context tokens of
+	// another bot are of no use.
+	Bot string `json:"bot"`
 	// Last is the sender of the latest inbound message.
 	Last  string     `json:"last,omitempty"`
 	Peers []peerInfo `json:"peers,omitempty"` // newest first
@@ -104,6 +107,9 @@ func (cl *Client) remember(ctx context.Context, user, token string) error {
 	var ps peerState
 	if _, err := cl.ch.LoadState(ctx, statePeers, &ps); err != nil {
 		return fmt.Errorf("wechat: load peers: %w", err)
+	}
+	if ps.Bot != cl.b.BotID {
+		ps = peerState{Bot: cl.b.BotID}
 	}
 	ps.Last = user
 	list := []peerInfo{{User: user, Context: token, At: time.Now().UnixMilli()}}
@@ -135,6 +141,9 @@ func (cl *Client) peer(ctx context.Context) (user, token string, err error) {
 	var ps peerState
 	if _, err := cl.ch.LoadState(ctx, statePeers, &ps); err != nil {
 		return "", "", fmt.Errorf("wechat: load peers: %w", err)
+	}
+	if ps.Bot != cl.b.BotID {
+		ps = peerState{}
 	}
 	user = ps.Last
 	if user == "" {

@@ -79,6 +79,11 @@ func newRig(t *testing.T, fo wechattest.Options, mod func(*wechat.Options)) *rig
 	if mod != nil {
 		mod(&r.opts)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("connector log:\n%s", r.logs.String())
+		}
+	})
 	r.start()
 	return r
 }
@@ -89,7 +94,7 @@ func (r *rig) start() {
 	t.Helper()
 	o := r.opts
 	o.SDK = connector.Options{Store: r.db, APIKey: apiKey, DataDir: t.TempDir(), SigningKey: bytes.Repeat([]byte{7}, 32),
-		Logger: slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:     slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		AckTimeout: 2 * time.Second}
 	conn, err := wechat.New(o)
 	if err != nil {

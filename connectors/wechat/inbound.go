@@ -30,7 +30,7 @@ type wxMessage struct {
 }
 
 type wxItem struct {
-	Type      int          `json:"type"`
+	Type      int                    `json:"type"`
 	TextItem  *struct{ Text string } `json:"text_item"`
 	ImageItem *struct {
 		Media      *cdnMedia `json:"media"`
@@ -118,9 +118,15 @@ func (c *Connector) poll(ctx context.Context, ch *connector.Channel, b Binding, 
 			c.srv.Logger().Debug("wechat: notifystop", "err", err)
 		}
 	}()
-	var cursor string
-	if _, err := ch.LoadState(ctx, stateCursor, &cursor); err != nil {
+	// The cursor belongs to one bot account: a channel signed in to
+	// another bot starts from "".
+	var saved savedCursor
+	if _, err := ch.LoadState(ctx, stateCursor, &saved); err != nil {
 		return fmt.Errorf("wechat: load cursor: %w", err)
+	}
+	cursor := ""
+	if saved.Bot == b.BotID {
+		cursor = saved.Buf
 	}
 	timeout, failures := c.opts.LongPoll, 0
 	for ctx.Err() == nil {
@@ -152,12 +158,18 @@ func (c *Connector) poll(ctx context.Context, ch *connector.Channel, b Binding, 
 		}
 		if next != "" && next != cursor {
 			cursor = next
-			if err := ch.SaveState(ctx, stateCursor, cursor); err != nil {
+			if err := ch.SaveState(ctx, stateCursor, savedCursor{Bot: b.BotID, Buf: cursor}); err != nil {
 				c.srv.Logger().Warn("wechat: save cursor", "err", err)
 			}
 		}
 	}
 	return nil
+}
+
+// savedCursor is the persisted get_updates_buf of a bot account.
+type savedCursor struct {
+	Bot string `json:"bot"`
+	Buf string `json:"buf"`
 }
 
 // getUpdates makes one long poll; a client-side timeout is an empty answer

@@ -183,18 +183,18 @@ func (cl *Client) upload(ctx context.Context, user string, mediaType int, plain 
 	up := &uploaded{key: key, rawSize: int64(len(plain)), ctSize: int64(len(ct)), md5: hex.EncodeToString(sum[:])}
 	filekey := hex.EncodeToString(fk)
 	req := struct {
-		FileKey        string   `json:"filekey"`
-		MediaType      int      `json:"media_type"`
-		ToUserID       string   `json:"to_user_id"`
-		RawSize        int64    `json:"rawsize"`
-		RawFileMD5     string   `json:"rawfilemd5"`
-		FileSize       int64    `json:"filesize"`
-		ThumbRawSize   int64    `json:"thumb_rawsize"`
-		ThumbRawMD5    string   `json:"thumb_rawfilemd5"`
-		ThumbFileSize  int64    `json:"thumb_filesize"`
-		NoNeedThumb    bool     `json:"no_need_thumb"`
-		AESKey         string   `json:"aeskey"`
-		Base           baseInfo `json:"base_info"`
+		FileKey       string   `json:"filekey"`
+		MediaType     int      `json:"media_type"`
+		ToUserID      string   `json:"to_user_id"`
+		RawSize       int64    `json:"rawsize"`
+		RawFileMD5    string   `json:"rawfilemd5"`
+		FileSize      int64    `json:"filesize"`
+		ThumbRawSize  int64    `json:"thumb_rawsize"`
+		ThumbRawMD5   string   `json:"thumb_rawfilemd5"`
+		ThumbFileSize int64    `json:"thumb_filesize"`
+		NoNeedThumb   bool     `json:"no_need_thumb"`
+		AESKey        string   `json:"aeskey"`
+		Base          baseInfo `json:"base_info"`
 	}{FileKey: filekey, MediaType: mediaType, ToUserID: user, RawSize: up.rawSize, RawFileMD5: up.md5,
 		FileSize: up.ctSize, NoNeedThumb: true, AESKey: hex.EncodeToString(key), Base: cl.api.baseInfo()}
 	var out struct {
