@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -268,4 +269,19 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func telegramtestBot(id int64, username string) telegramtest.Bot {
 	return telegramtest.Bot{ID: id, Username: username, FirstName: username}
+}
+
+// connectorOptions are SDK options for a connector that is built but not
+// served.
+func connectorOptions(t *testing.T) connector.Options {
+	return connector.Options{DataDir: t.TempDir(), APIKey: testKey}
+}
+
+// signInMessage is the message of a failed sign-in.
+func signInMessage(err error) string {
+	var se *connectortest.SignInError
+	if errors.As(err, &se) {
+		return se.State.Message
+	}
+	return ""
 }

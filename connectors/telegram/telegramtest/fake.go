@@ -135,6 +135,7 @@ type apiError struct {
 	code       int
 	desc       string
 	retryAfter int
+	nth        int // fail the nth call from now (1: the next)
 }
 
 // New returns an empty fake: add bots and chats with AddBot and AddChat.
@@ -202,10 +203,16 @@ func (s *Server) SetWebhook(token, url string) {
 // error code and description; retryAfter > 0 adds parameters.retry_after
 // (use 429 "Too Many Requests: retry after N").
 func (s *Server) FailNext(token, method string, code int, description string, retryAfter int) {
+	s.FailCall(token, method, 1, code, description, retryAfter)
+}
+
+// FailCall is FailNext for the nth call of method from now (1: the next
+// one); earlier calls succeed.
+func (s *Server) FailCall(token, method string, nth, code int, description string, retryAfter int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if b := s.bots[token]; b != nil {
-		b.fails[method] = append(b.fails[method], apiError{code, description, retryAfter})
+		b.fails[method] = append(b.fails[method], apiError{code, description, retryAfter, max(nth, 1)})
 	}
 }
 
@@ -446,10 +453,19 @@ func (s *Server) serveMethod(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b.calls[method]++
-	if q := b.fails[method]; len(q) > 0 {
-		b.fails[method] = q[1:]
+	var failure *apiError
+	q := b.fails[method][:0]
+	for _, e := range b.fails[method] {
+		if e.nth--; e.nth <= 0 && failure == nil {
+			failure = &e
+			continue
+		}
+		q = append(q, e)
+	}
+	b.fails[method] = q
+	if failure != nil {
 		s.mu.Unlock()
-		fail(w, q[0])
+		fail(w, *failure)
 		return
 	}
 	s.mu.Unlock()
