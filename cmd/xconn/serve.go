@@ -35,6 +35,7 @@ func newServeCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newServeWebchatCmd())
+	cmd.AddCommand(newServeWechatCmd())
 	return cmd
 }
 
