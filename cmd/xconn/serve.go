@@ -36,6 +36,7 @@ func newServeCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newServeWebchatCmd())
 	cmd.AddCommand(newServeWechatCmd())
+	cmd.AddCommand(newServeTelegramCmd())
 	return cmd
 }
 
