@@ -147,6 +147,9 @@ func (s *Server) attach(ctx context.Context, ch *Channel, b Binding) (*attachmen
 		}
 	}
 	for _, reg := range s.typed.consumers {
+		if reg.uses != nil && !reg.uses(bval) {
+			continue
+		}
 		k := reg.key(bval)
 		if err := reg.acquire(ctx, k, ch.id); err != nil {
 			s.detachAtt(ctx, ch.id, a)

@@ -23,6 +23,10 @@ import (
 type Consumer[K comparable, B any] struct {
 	// Key returns the credential of a binding. Required.
 	Key func(b B) K
+	// Uses, optional, reports whether a binding uses this consumer at
+	// all (nil: every binding does); a connector with several kinds of
+	// binding (rooms and QR-signed-in browsers) routes only some of them.
+	Uses func(b B) bool
 	// Run consumes from the target until ctx ends; it publishes inbound
 	// messages through m. A nil return while ctx is live also restarts
 	// it. nil runs nothing: the registration then only keeps the routing,
@@ -70,6 +74,9 @@ func AddConsumer[K comparable, B any](s *Server, c Consumer[K, B]) (*Consumers[K
 	}
 	reg := &consumerReg{srv: s, members: map[any]map[string]int{}, delay: delay, maxChannels: c.MaxChannels}
 	reg.key = func(b any) any { return c.Key(b.(B)) }
+	if c.Uses != nil {
+		reg.uses = func(b any) bool { return c.Uses(b.(B)) }
+	}
 	if c.Run != nil {
 		reg.run = func(ctx context.Context, key any) error {
 			return c.Run(ctx, key.(K), &Members[B]{reg: reg, key: key})
@@ -138,6 +145,7 @@ func (m *Members[B]) Publish(ctx context.Context, msg UserMessage, keep func(b B
 type consumerReg struct {
 	srv    *Server
 	key    func(b any) any
+	uses   func(b any) bool // nil: every binding
 	run    func(ctx context.Context, key any) error
 	shared *SharedConsumers[any]
 	delay  time.Duration

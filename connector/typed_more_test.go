@@ -191,7 +191,8 @@ func TestConsumerMaxChannelsAndResignIn(t *testing.T) {
 		return acc{Binding: botBinding{Token: in.Token, ChatID: in.ChatID}, DisplayName: "x"}, nil
 	}, connector.FlowOptions{})
 	byToken, err := connector.AddConsumer(srv, connector.Consumer[string, botBinding]{
-		Key: func(b botBinding) string { return b.Token }, MaxChannels: 1})
+		Key: func(b botBinding) string { return b.Token }, MaxChannels: 1,
+		Uses: func(b botBinding) bool { return b.ChatID != 99 }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,6 +225,13 @@ func TestConsumerMaxChannelsAndResignIn(t *testing.T) {
 		t.Fatalf("second channel with an exclusive credential: %v", err)
 	}
 	if got := byToken.Members("tok-1").Channels(); len(got) != 1 || got[0].Channel.ID() != id1 {
+		t.Fatalf("members = %+v", got)
+	}
+	// A binding the consumer does not use is not limited by it.
+	if _, err := c.SignInForm(ctx, ack.ConnectorChannelID, "login", map[string]string{"token": "tok-1", "chat_id": "99"}); err != nil {
+		t.Fatalf("binding outside the consumer: %v", err)
+	}
+	if got := byToken.Members("tok-1").Channels(); len(got) != 1 {
 		t.Fatalf("members = %+v", got)
 	}
 }

@@ -180,7 +180,11 @@ func (c *Connector) register(opts Options) error {
 	}
 	var errRooms error
 	c.rooms, errRooms = connector.AddConsumer(c.srv, connector.Consumer[string, binding]{
-		Key: func(b binding) string { return b.Room }, // "" for QR channels, never a room name
+		Key:  func(b binding) string { return b.Room },
+		Uses: func(b binding) bool { return b.Room != "" }, // QR channels have no room
+		// One channel per room, refused atomically: two sign-ins to one
+		// room at the same moment cannot both pass.
+		MaxChannels: 1,
 	})
 	errs := []error{
 		errRooms,
