@@ -1,9 +1,11 @@
 package connector
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"reflect"
 	"slices"
@@ -123,13 +125,40 @@ func (m *Members[B]) Channels() []Member[B] {
 
 // Publish publishes msg on every channel of the key that keep(b) accepts
 // (nil accepts all) and returns how many channels took it durably. A
-// channel's error does not stop the others; they are joined.
+// channel's error does not stop the others; they are joined. When more
+// than one channel takes a message with files, each file is read once
+// (at most Options.MaxUploadBytes) and every channel gets its own copy.
 func (m *Members[B]) Publish(ctx context.Context, msg UserMessage, keep func(b B) bool) (int, error) {
+	var targets []Member[B]
+	for _, mb := range m.Channels() {
+		if keep == nil || keep(mb.Binding) {
+			targets = append(targets, mb)
+		}
+	}
+	var contents [][]byte
+	if len(targets) > 1 && len(msg.Files) > 0 {
+		limit := m.reg.srv.opts.MaxUploadBytes
+		for _, f := range msg.Files {
+			b, err := io.ReadAll(io.LimitReader(f.Content, limit+1))
+			if err != nil {
+				return 0, fmt.Errorf("connector: read file %q: %w", f.Name, err)
+			}
+			if int64(len(b)) > limit {
+				return 0, protocol.Errorf(protocol.CodeInvalidArguments, "file %q is larger than %d bytes", f.Name, limit)
+			}
+			contents = append(contents, b)
+		}
+	}
 	var errs []error
 	n := 0
-	for _, mb := range m.Channels() {
-		if keep != nil && !keep(mb.Binding) {
-			continue
+	for _, mb := range targets {
+		if contents != nil {
+			files := make([]OutgoingFile, len(msg.Files))
+			for i, f := range msg.Files {
+				f.Content = bytes.NewReader(contents[i])
+				files[i] = f
+			}
+			msg.Files = files
 		}
 		if err := mb.Channel.Publish(ctx, msg); err != nil {
 			errs = append(errs, fmt.Errorf("channel %s: %w", mb.Channel.ID(), err))

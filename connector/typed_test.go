@@ -336,6 +336,22 @@ func TestConsumerIsSharedPerCredential(t *testing.T) {
 	if err != nil || msg.Text != "to chat 11" {
 		t.Fatalf("message = %+v, %v", msg, err)
 	}
+	if err := c.Ack(ctx, msg, protocol.AckAccepted); err != nil {
+		t.Fatal(err)
+	}
+	// A file published to every member reaches each one whole.
+	body := "a picture's bytes"
+	n, err = m.Publish(ctx, connector.UserMessage{MessageID: "m2", Text: "pic",
+		Files: []connector.OutgoingFile{{Name: "p.png", MimeType: "image/png", Content: strings.NewReader(body)}}}, nil)
+	if err != nil || n != 2 {
+		t.Fatalf("publish with a file = %d, %v", n, err)
+	}
+	for _, id := range []string{id1, id2} {
+		got, err := c.ExpectMessage(ctx, id, 0)
+		if err != nil || len(got.Files) != 1 || got.Files[0].ByteSize != int64(len(body)) {
+			t.Fatalf("channel %s: message %+v, %v", id, got, err)
+		}
+	}
 	if _, err := c.Request(ctx, protocol.TypeAuthLogout, id1, struct{}{}); err != nil {
 		t.Fatal(err)
 	}
