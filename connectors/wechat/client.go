@@ -65,13 +65,13 @@ func (cl *Client) Close(context.Context) error {
 
 // expire moves the channel to expired after an errcode -14 (§4): the user
 // must scan again. The binding is kept for the binded_redirect case.
-func (c *Connector) expire(ch *connector.Channel) {
+func (c *Connector) expire(ch *connector.Channel, why string) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	if err := ch.SetStatus(ctx, protocol.StatusExpired); err != nil {
 		c.srv.Logger().Warn("wechat: mark channel expired", "channel", ch.ID(), "err", err)
 	}
-	c.srv.Logger().Warn("wechat: the WeChat session expired (errcode -14); scan the QR code again", "channel", ch.ID())
+	c.srv.Logger().Warn("wechat: the WeChat session expired (errcode -14); scan the QR code again", "channel", ch.ID(), "call", why)
 }
 
 // Peer state (Channel.SaveState): the latest sender and each peer's latest

@@ -71,13 +71,17 @@ func (c *Connector) addConsumer() error {
 // is in the durable outbox.
 func (c *Connector) run(ctx context.Context, botID string, m *connector.Members[Binding]) error {
 	log := c.srv.Logger()
+	stale := "" // the bot token that got -14
 	for ctx.Err() == nil {
 		mem := m.Channels()
 		if len(mem) == 0 {
 			return errors.New("wechat: no channel for this bot")
 		}
 		ch, b := mem[0].Channel, mem[0].Binding
-		if ch.Status() == protocol.StatusExpired {
+		// The SDK starts a new key's consumer before the channel's binding
+		// is replaced, so Members can still show the previous bot for a
+		// moment: never poll with another bot's token.
+		if b.BotID != botID || b.BotToken == stale || ch.Status() == protocol.StatusExpired {
 			// Stopped until the user scans again (§4, -14).
 			if !sleep(ctx, time.Second) {
 				return nil
@@ -86,7 +90,8 @@ func (c *Connector) run(ctx context.Context, botID string, m *connector.Members[
 		}
 		if err := c.poll(ctx, ch, b, m); err != nil {
 			if errors.Is(err, errSessionExpired) {
-				c.expire(ch)
+				stale = b.BotToken
+				c.expire(ch, "getupdates")
 				continue
 			}
 			return err

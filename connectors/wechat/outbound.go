@@ -218,7 +218,7 @@ func (cl *Client) classify(err error) error {
 	case errors.As(err, &perr):
 		return perr
 	case errors.Is(err, errSessionExpired):
-		cl.c.expire(cl.ch)
+		cl.c.expire(cl.ch, "send")
 		return &protocol.Error{Code: protocol.CodeTargetDeliveryFailed,
 			Message: "the WeChat session expired; scan the QR code again"}
 	case connector.IsTemporary(err):

@@ -138,7 +138,7 @@ func TestSessionExpired(t *testing.T) {
 	// Scanning again signs a new bot in on the same channel.
 	st, err := c.SignInQR(t.Context(), ch, wechat.FlowQR, openURL)
 	if err != nil || st.ConnectionDescriptor.Connection.Status != protocol.StatusConnected {
-		t.Fatalf("sign in again: %v", err)
+		t.Fatalf("sign in again: %v %+v %+v", err, st, st.ConnectionDescriptor)
 	}
 	r.inbound(c, ch, "u_a", "back")
 }
