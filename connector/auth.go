@@ -77,7 +77,9 @@ type QRSession struct {
 
 // QRState is a state reported by QRFlow.Poll.
 type QRState struct {
-	// Status is pending, scanned, authenticated, failed or expired.
+	// Status is pending, scanned, authenticated, failed, expired, or
+	// qr_refresh_required when the target expired the code (the session
+	// then waits for auth.status refresh=true, which issues a new code).
 	Status protocol.AuthStatus
 	// Binding is required when Status is authenticated.
 	Binding *Binding

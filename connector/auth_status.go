@@ -139,6 +139,12 @@ func (s *Server) applyQRState(ctx context.Context, id string, st QRState) (push 
 		}
 		s.auth.with(id, func(a *authSession) { a.status, a.message = protocol.AuthAuthenticated, orDefault(msg, "signed in") })
 		push = true
+	case protocol.AuthQRRefreshRequired:
+		// The target expired the code before the SDK's TTL: the session
+		// waits for auth.status refresh=true, which issues a new code.
+		s.auth.with(id, func(a *authSession) {
+			a.status, a.message = protocol.AuthQRRefreshRequired, orDefault(msg, "the QR code expired; refresh it")
+		})
 	case protocol.AuthFailed, protocol.AuthExpired:
 		s.auth.with(id, func(a *authSession) { a.status, a.message = st.Status, orDefault(msg, "sign-in "+st.Status) })
 		s.metrics.signinFailures.Inc()

@@ -151,7 +151,7 @@ func (s *Server) attach(ctx context.Context, ch *Channel, b Binding) (*attachmen
 			continue
 		}
 		k := reg.key(bval)
-		if err := reg.acquire(ctx, k, ch.id); err != nil {
+		if err := reg.acquire(ctx, k, ch.id, a); err != nil {
 			s.detachAtt(ctx, ch.id, a)
 			return nil, fmt.Errorf("start the target consumer: %w", err)
 		}
@@ -167,7 +167,7 @@ func (s *Server) detachAtt(ctx context.Context, channelID string, a *attachment)
 		return
 	}
 	for _, k := range a.keys {
-		k.reg.release(k.key, channelID)
+		k.reg.release(k.key, channelID, a)
 	}
 	s.closeClient(ctx, channelID, a.client)
 }

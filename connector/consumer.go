@@ -74,7 +74,7 @@ func AddConsumer[K comparable, B any](s *Server, c Consumer[K, B]) (*Consumers[K
 	if delay <= 0 {
 		delay = time.Second
 	}
-	reg := &consumerReg{srv: s, members: map[any]map[string]int{}, delay: delay, maxChannels: c.MaxChannels}
+	reg := &consumerReg{srv: s, members: map[any]map[string]*member{}, delay: delay, maxChannels: c.MaxChannels}
 	reg.key = func(b any) any { return c.Key(b.(B)) }
 	if c.Uses != nil {
 		reg.uses = func(b any) bool { return c.Uses(b.(B)) }
@@ -110,14 +110,14 @@ type Member[B any] struct {
 }
 
 // Channels returns the channels currently using the key, in channel id
-// order.
+// order, each with the binding it joined with (a channel signing in again
+// shows its new binding from the moment the new one joins).
 func (m *Members[B]) Channels() []Member[B] {
-	ids := m.reg.memberIDs(m.key)
+	ids, bvals := m.reg.snapshot(m.key)
 	out := make([]Member[B], 0, len(ids))
-	for _, id := range ids {
-		ch := &Channel{srv: m.reg.srv, id: id}
-		if b, ok := BindingOf[B](ch); ok {
-			out = append(out, Member[B]{Channel: ch, Binding: b})
+	for i, id := range ids {
+		if b, ok := bvals[i].(B); ok {
+			out = append(out, Member[B]{Channel: &Channel{srv: m.reg.srv, id: id}, Binding: b})
 		}
 	}
 	return out
@@ -182,15 +182,23 @@ type consumerReg struct {
 	maxChannels int
 
 	mu sync.Mutex
-	// members counts, per key, the references each channel holds (two
-	// while a sign-in replaces a binding of the same key).
-	members map[any]map[string]int
+	// members holds, per key, the attachments of each channel that hold
+	// a reference (two while a sign-in replaces a binding of the same
+	// key); the newest one's binding is what Members shows, from the
+	// moment it joins, before the channel's record is replaced.
+	members map[any]map[string]*member
 }
 
-// acquire makes channelID a member of key (reserving the place first, so
-// that MaxChannels holds under concurrent sign-ins) and takes a reference
-// on the key's consumer.
-func (r *consumerReg) acquire(ctx context.Context, key any, channelID string) error {
+type member struct {
+	// atts are the attachments holding a reference, oldest first; the
+	// last one's binding is the channel's current one.
+	atts []*attachment
+}
+
+// acquire makes channelID a member of key for attachment a (reserving the
+// place first, so that MaxChannels holds under concurrent sign-ins) and
+// takes a reference on the key's consumer.
+func (r *consumerReg) acquire(ctx context.Context, key any, channelID string, a *attachment) error {
 	r.mu.Lock()
 	set := r.members[key]
 	if _, in := set[channelID]; !in && r.maxChannels > 0 && len(set) >= r.maxChannels {
@@ -198,40 +206,61 @@ func (r *consumerReg) acquire(ctx context.Context, key any, channelID string) er
 		return protocol.Errorf(protocol.CodeInvalidAuthInput, "this account is already in use by another channel")
 	}
 	if set == nil {
-		set = map[string]int{}
+		set = map[string]*member{}
 		r.members[key] = set
 	}
-	set[channelID]++
+	mb := set[channelID]
+	if mb == nil {
+		mb = &member{}
+		set[channelID] = mb
+	}
+	mb.atts = append(mb.atts, a)
 	r.mu.Unlock()
 	if err := r.shared.Acquire(ctx, key); err != nil {
-		r.forget(key, channelID)
+		r.forget(key, channelID, a)
 		return err
 	}
 	return nil
 }
 
-func (r *consumerReg) forget(key any, channelID string) {
+// forget drops attachment a's membership of key.
+func (r *consumerReg) forget(key any, channelID string, a *attachment) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if set := r.members[key]; set != nil {
-		if set[channelID]--; set[channelID] <= 0 {
-			delete(set, channelID)
-		}
-		if len(set) == 0 {
-			delete(r.members, key)
-		}
+	set := r.members[key]
+	mb := set[channelID]
+	if mb == nil {
+		return
+	}
+	if i := slices.Index(mb.atts, a); i >= 0 {
+		mb.atts = slices.Delete(mb.atts, i, i+1)
+	}
+	if len(mb.atts) == 0 {
+		delete(set, channelID)
+	}
+	if len(set) == 0 {
+		delete(r.members, key)
 	}
 }
 
-func (r *consumerReg) release(key any, channelID string) {
-	r.forget(key, channelID)
+func (r *consumerReg) release(key any, channelID string, a *attachment) {
+	r.forget(key, channelID, a)
 	r.shared.Release(key)
 }
 
-func (r *consumerReg) memberIDs(key any) []string {
+// snapshot returns the channels of key, in id order, with the bindings
+// they joined with.
+func (r *consumerReg) snapshot(key any) (ids []string, bvals []any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Sorted(maps.Keys(r.members[key]))
+	set := r.members[key]
+	ids = slices.Sorted(maps.Keys(set))
+	bvals = make([]any, len(ids))
+	for i, id := range ids {
+		atts := set[id].atts
+		bvals[i] = atts[len(atts)-1].bval
+	}
+	return ids, bvals
 }
 
 // start runs the consumer loop of key until its stop function is called.

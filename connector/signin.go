@@ -158,7 +158,9 @@ func AddForm[In, B any](s *Server, id string, fn SignInFunc[In, B], opts FlowOpt
 
 // QRResult is a state reported by a typed QR flow's Poll.
 type QRResult[B any] struct {
-	// Status is pending, scanned, authenticated, failed or expired.
+	// Status is pending, scanned, authenticated, failed, expired, or
+	// qr_refresh_required when the target expired the code before the
+	// SDK's TTL (the next auth.status refresh=true issues a new code).
 	Status protocol.AuthStatus
 	// Account is required when Status is authenticated.
 	Account *Account[B]

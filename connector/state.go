@@ -221,7 +221,9 @@ func (s *Server) bind(ctx context.Context, id, flowID string, b Binding) error {
 	var old Binding
 	hadOld := false
 	_, err = s.update(ctx, id, func(cs *chanState) error {
-		if isAuthenticated(cs.rec.Status) {
+		// An expired or revoked channel still holds its old binding: the
+		// unbind hook runs for it too.
+		if isAuthenticated(cs.rec.Status) || cs.rec.Binding != nil {
 			old, hadOld = cs.binding.clone(), true
 		}
 		cs.binding = b.clone()

@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/xconn/xconn/connector"
@@ -233,5 +235,62 @@ func TestConsumerMaxChannelsAndResignIn(t *testing.T) {
 	}
 	if got := byToken.Members("tok-1").Channels(); len(got) != 1 {
 		t.Fatalf("members = %+v", got)
+	}
+}
+
+// TestQRPollRefreshRequired: a target that expires its code before the
+// SDK's TTL reports qr_refresh_required; auth.status refresh=true issues a
+// new code, and the sign-in goes on with it.
+func TestQRPollRefreshRequired(t *testing.T) {
+	srv, err := connector.New(connector.Options{Store: connectortest.NewStore(t), APIKey: typedKey, DataDir: t.TempDir(),
+		Identity: connector.Identity{CardID: "im.qr", Name: "QR", Provider: "qr", TargetType: protocol.TargetIM}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	issued := 0
+	confirmed := map[string]bool{}
+	if err := connector.AddQR(srv, "qr_login", connector.QROptions[botBinding]{
+		Issue: func(ctx context.Context, s *connector.QRSession) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			issued++
+			return "code-" + strconv.Itoa(issued), nil
+		},
+		Poll: func(ctx context.Context, s *connector.QRSession) (connector.QRResult[botBinding], error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if issued == 1 {
+				return connector.QRResult[botBinding]{Status: protocol.AuthQRRefreshRequired, Message: "the target expired the code"}, nil
+			}
+			if confirmed["code-2"] {
+				return connector.QRResult[botBinding]{Status: protocol.AuthAuthenticated,
+					Account: &connector.Account[botBinding]{Binding: botBinding{Token: "t"}, DisplayName: "qr user"}}, nil
+			}
+			return connector.QRResult[botBinding]{Status: protocol.AuthPending}, nil
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	srv.OnAssistantMessage(func(context.Context, *connector.Channel, *connector.AssistantMessage) error { return nil })
+	if err := srv.Start(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer func() { hs.Close(); _ = srv.Close(context.Background()) }()
+	c, id := connectBot(t, hs.URL)
+	var seen []string
+	st, err := c.SignInQR(testCtx(t), id, "qr_login", func(ctx context.Context, text string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, text)
+		confirmed[text] = true
+		return nil
+	})
+	if err != nil || st.Status != protocol.AuthAuthenticated {
+		t.Fatalf("sign-in = %+v, %v", st, err)
+	}
+	if len(seen) != 2 || seen[1] != "code-2" {
+		t.Fatalf("codes confirmed = %q, want code-1 then code-2", seen)
 	}
 }
