@@ -37,6 +37,7 @@ func newServeCmd() *cobra.Command {
 	cmd.AddCommand(newServeWebchatCmd())
 	cmd.AddCommand(newServeWechatCmd())
 	cmd.AddCommand(newServeTelegramCmd())
+	cmd.AddCommand(newServeFeishuCmd())
 	return cmd
 }
 

@@ -37,6 +37,15 @@ const (
 	// DefaultAccountsURL is the accounts host of the QR app registration
 	// (Lark: https://accounts.larksuite.com).
 	DefaultAccountsURL = "https://accounts.feishu.cn"
+	// LarkAPIURL and LarkAccountsURL are Lark's hosts (fact sheet §2.1).
+	LarkAPIURL      = "https://open.larksuite.com"
+	LarkAccountsURL = "https://accounts.larksuite.com"
+	// EventsLongConn delivers events over the app's long connection (the
+	// default); EventsWebhook has Feishu POST them to WebhookPath.
+	EventsLongConn = "longconn"
+	EventsWebhook  = "webhook"
+	// WebhookPath is the event callback endpoint of webhook mode.
+	WebhookPath = "/feishu/events"
 )
 
 // Defaults of Options.
@@ -109,6 +118,17 @@ type Options struct {
 	// (defaults 256 and 10 min).
 	MaxStreams int
 	StreamTTL  time.Duration
+	// Events is how Feishu delivers events: EventsLongConn ("" too) or
+	// EventsWebhook.
+	Events string
+	// VerificationToken is the app's Verification Token (webhook mode):
+	// events and URL verifications carrying another token are refused.
+	// Empty skips the check.
+	VerificationToken string
+	// EncryptKey is the app's Encrypt Key (webhook mode): encrypted
+	// bodies are decrypted with it and every signed request's
+	// X-Lark-Signature is checked. Empty accepts only plaintext events.
+	EncryptKey string
 }
 
 // Connector is the Feishu connector: an SDK Connector Server whose
@@ -122,6 +142,13 @@ type Connector struct {
 	editInterval time.Duration
 	maxFileBytes int64
 	streams      *streams
+	// accounts is the accounts host of the QR registration.
+	accounts string
+	// events is EventsLongConn or EventsWebhook; verifyToken and
+	// encryptKey configure the webhook.
+	events      string
+	verifyToken string
+	encryptKey  string
 }
 
 // New builds the Feishu connector on the SDK: the feishu_app_binding
@@ -134,6 +161,21 @@ func New(opts Options) (*Connector, error) {
 	}
 	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("feishu: Options.APIURL must be an absolute http(s) URL, got %q", opts.APIURL)
+	}
+	accounts := strings.TrimRight(opts.AccountsURL, "/")
+	if accounts == "" {
+		accounts = DefaultAccountsURL
+	}
+	if u, err := url.Parse(accounts); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("feishu: Options.AccountsURL must be an absolute http(s) URL, got %q", opts.AccountsURL)
+	}
+	switch opts.Events {
+	case "", EventsLongConn:
+		opts.Events = EventsLongConn
+	case EventsWebhook:
+		return nil, fmt.Errorf("feishu: Options.Events %q is not implemented yet", opts.Events)
+	default:
+		return nil, fmt.Errorf("feishu: Options.Events must be %q or %q, got %q", EventsLongConn, EventsWebhook, opts.Events)
 	}
 	tr := opts.Transport
 	if tr == nil {
@@ -154,6 +196,10 @@ func New(opts Options) (*Connector, error) {
 		editInterval: or(opts.EditInterval, DefaultEditInterval),
 		maxFileBytes: opts.MaxFileBytes,
 		streams:      newStreams(opts.MaxStreams, opts.StreamTTL),
+		accounts:     accounts,
+		events:       opts.Events,
+		verifyToken:  opts.VerificationToken,
+		encryptKey:   opts.EncryptKey,
 	}
 	if c.maxFileBytes <= 0 {
 		c.maxFileBytes = DefaultMaxFileBytes
