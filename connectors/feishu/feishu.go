@@ -25,7 +25,7 @@ const (
 	SkillName = "connector-im-feishu"
 	// FlowApp is the form sign-in flow: an app's app_id and app_secret.
 	FlowApp = "feishu_app_binding"
-	// FlowQR is the QR app-registration flow (not implemented yet).
+	// FlowQR is the QR one-click app registration flow (qr_login).
 	FlowQR = "feishu_qr_create_app"
 	// ToolSend is the send tool.
 	ToolSend = "feishu_message_send"
@@ -129,6 +129,11 @@ type Options struct {
 	// bodies are decrypted with it and every signed request's
 	// X-Lark-Signature is checked. Empty accepts only plaintext events.
 	EncryptKey string
+	// AppName is the name of apps created by feishu_qr_create_app
+	// (default DefaultRegistrationName).
+	AppName string
+	// QRTTL is one registration code's lifetime (default DefaultQRTTL).
+	QRTTL time.Duration
 }
 
 // Connector is the Feishu connector: an SDK Connector Server whose
@@ -149,6 +154,10 @@ type Connector struct {
 	events      string
 	verifyToken string
 	encryptKey  string
+	// appName and regs serve the QR app registration.
+	appName string
+	qrTTL   time.Duration
+	regs    *regTable
 }
 
 // New builds the Feishu connector on the SDK: the feishu_app_binding
@@ -200,6 +209,12 @@ func New(opts Options) (*Connector, error) {
 		events:       opts.Events,
 		verifyToken:  opts.VerificationToken,
 		encryptKey:   opts.EncryptKey,
+		appName:      opts.AppName,
+		qrTTL:        or(opts.QRTTL, DefaultQRTTL),
+		regs:         &regTable{m: map[string]*regState{}},
+	}
+	if c.appName == "" {
+		c.appName = DefaultRegistrationName
 	}
 	if c.maxFileBytes <= 0 {
 		c.maxFileBytes = DefaultMaxFileBytes
@@ -228,6 +243,10 @@ func (c *Connector) register() error {
 		errApps,
 		connector.AddForm(c.srv, FlowApp, c.signIn, connector.FlowOptions{Title: "Bind a Feishu App", Default: true,
 			Description: "The App ID and App Secret of a self-built Feishu app with the bot capability and the im.message.receive_v1 event on the long connection."}),
+		connector.AddQR(c.srv, FlowQR, connector.QROptions[binding]{
+			FlowOptions: connector.FlowOptions{Title: "Create a Feishu App by QR code",
+				Description: "Scan the code with the Feishu app and confirm: Feishu creates a bot app with the scopes and the message event this connector needs, and binds it."},
+			Issue: c.issueQR, Poll: c.pollQR, TTL: c.qrTTL, PollInterval: 2 * time.Second}),
 		connector.SetClient(c.srv, c.newClient),
 		connector.AddTool(c.srv, ToolSend, c.sendTool, connector.ToolOptions{
 			Title:       "Send a Feishu Message",
