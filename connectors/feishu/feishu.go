@@ -158,6 +158,8 @@ type Connector struct {
 	appName string
 	qrTTL   time.Duration
 	regs    *regTable
+	// webhookSlots bounds the webhook requests handled at once.
+	webhookSlots chan struct{}
 }
 
 // New builds the Feishu connector on the SDK: the feishu_app_binding
@@ -182,7 +184,6 @@ func New(opts Options) (*Connector, error) {
 	case "", EventsLongConn:
 		opts.Events = EventsLongConn
 	case EventsWebhook:
-		return nil, fmt.Errorf("feishu: Options.Events %q is not implemented yet", opts.Events)
 	default:
 		return nil, fmt.Errorf("feishu: Options.Events must be %q or %q, got %q", EventsLongConn, EventsWebhook, opts.Events)
 	}
@@ -212,6 +213,7 @@ func New(opts Options) (*Connector, error) {
 		appName:      opts.AppName,
 		qrTTL:        or(opts.QRTTL, DefaultQRTTL),
 		regs:         &regTable{m: map[string]*regState{}},
+		webhookSlots: make(chan struct{}, maxWebhookInFlight),
 	}
 	if c.appName == "" {
 		c.appName = DefaultRegistrationName
@@ -233,14 +235,21 @@ func or(d, def time.Duration) time.Duration {
 }
 
 func (c *Connector) register() error {
+	// One consumer per app_id: the long connection, or in webhook mode
+	// only the routing from an event's app_id to its channel.
+	run, errHook := c.runLongConn, error(nil)
+	if c.events == EventsWebhook {
+		run = nil
+		errHook = c.srv.Handle("POST "+WebhookPath, http.HandlerFunc(c.webhook))
+	}
 	var errApps error
 	c.apps, errApps = connector.AddConsumer(c.srv, connector.Consumer[string, binding]{
 		Key:         func(b binding) string { return b.AppID },
-		Run:         c.runLongConn,
+		Run:         run,
 		MaxChannels: 1, // one channel ↔ one app
 	})
 	errs := []error{
-		errApps,
+		errApps, errHook,
 		connector.AddForm(c.srv, FlowApp, c.signIn, connector.FlowOptions{Title: "Bind a Feishu App", Default: true,
 			Description: "The App ID and App Secret of a self-built Feishu app with the bot capability and the im.message.receive_v1 event on the long connection."}),
 		connector.AddQR(c.srv, FlowQR, connector.QROptions[binding]{

@@ -5,7 +5,9 @@
 // connection (POST /callback/ws/endpoint, then a WebSocket speaking the
 // SDK's protobuf frames) and the QR app registration of the accounts
 // host, plus an API for the test to play the people in a chat (SendText,
-// SendEvent, PostWebhook) and to see what the bots did (Sent).
+// SendEvent over the long connection, PostWebhook and VerifyURL to a
+// developer server, encrypted and signed) and to see what the bots did
+// (Sent).
 //
 // Errors have Feishu's envelope ({"code":N,"msg":"..."}); FailNext
 // injects one (for example 99991663 with HTTP 400, or 99991400 with HTTP
@@ -94,8 +96,7 @@ type Server struct {
 	seq       uint64
 	calls     map[string]int
 	reg       registration
-	// Webhook is where PostWebhook sends events.
-	closing chan struct{}
+	closing   chan struct{}
 }
 
 type wsConn struct {
