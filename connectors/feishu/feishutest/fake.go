@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -123,6 +124,16 @@ func (s *Server) AddApp(appID, secret string) {
 // open platform and the accounts host both).
 func (s *Server) Start() string {
 	s.hs = httptest.NewServer(s)
+	return s.hs.URL
+}
+
+// StartOn serves h (the fake itself, or a handler wrapping it) on ln,
+// for a fake run on its own address, and returns the base URL.
+func (s *Server) StartOn(ln net.Listener, h http.Handler) string {
+	s.hs = httptest.NewUnstartedServer(h)
+	s.hs.Listener.Close()
+	s.hs.Listener = ln
+	s.hs.Start()
 	return s.hs.URL
 }
 
