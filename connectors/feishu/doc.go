@@ -1,9 +1,12 @@
 // Package feishu is the Feishu (Lark) connector, im.feishu: one channel
 // per self-built bot app, signed in with the app's App ID and App Secret
-// (feishu_app_binding, verified with a tenant token), events from the
-// app's long connection (one per app_id, shared through the SDK's
-// Consumer), replies streamed by send-then-edit, files both ways and the
-// tool feishu_message_send.
+// (feishu_app_binding, verified with a tenant token) or by the QR
+// one-click app registration (feishu_qr_create_app, qr.go), events from
+// the app's long connection (one per app_id, shared through the SDK's
+// Consumer) or, in webhook mode, from POSTs to WebhookPath (webhook.go),
+// replies streamed by send-then-edit, files both ways and the tool
+// feishu_message_send. README.md lists the unknowns of the fact sheet and
+// how the connector tolerates them.
 //
 // The facts it is built on (endpoints, event shapes, error codes, rate
 // limits) are in the fact sheet targets/feishu.md; feishutest is a fake
