@@ -28,6 +28,9 @@ type route struct {
 	ucID      string
 	userID    string
 	desc      *protocol.Descriptor
+	// descSeq is the arrival number (session.seq) of the push or sign-in
+	// ack that set desc (0: another ack, such as an open's).
+	descSeq uint64
 	// neg is the IM virtual channel's catalog: the hello-level negotiation
 	// narrowed to the Descriptor's profiles. Rebuilt when they change.
 	neg *protocol.Negotiated
@@ -403,11 +406,19 @@ func (rt *runtime) onDescriptorPush(ctx context.Context, s *session, env *protoc
 		}
 	}
 	if err != nil {
+		s.takePushSeq(env)
 		rt.h.log.Warn("host: connection.descriptor.push ignored", "card_id", rt.cardID, "channel", env.ConnectorChannelID, "err", err)
 		rt.h.emit(Event{Kind: EventDescriptorIgnored, CardID: rt.cardID, ChannelID: env.ConnectorChannelID, Detail: err.Error()})
 		return
 	}
-	nr := s.updateRoute(r.channelID, func(n *route) { s.withDescriptor(n, p.ConnectionDescriptor) })
+	seq := s.takePushSeq(env)
+	nr := s.updateRoute(r.channelID, func(n *route) {
+		if seq != 0 && seq < n.descSeq {
+			return // older than the sign-in ack whose Descriptor the route holds
+		}
+		s.withDescriptor(n, p.ConnectionDescriptor)
+		n.descSeq = seq
+	})
 	if nr == nil || nr.ucID == "" {
 		return // closed, or a sign-in channel: its sign-in stores the newer Descriptor
 	}

@@ -51,6 +51,10 @@ type fakeConnector struct {
 	finalCh      chan protocol.ChatMessagePayload
 	refuseWS     bool
 	qrHold       bool // QR sessions stay pending
+	// qrStartPush pushes the channel's (not yet signed-in) Descriptor
+	// right after the QR auth.start ack, as the SDK pushes
+	// "authenticating".
+	qrStartPush bool
 	msgAfterAuth bool // send a chat.message right after an authenticated auth ack
 	holdSlow     bool // keep _slow calls unanswered in held (the test answers them)
 	held         []*protocol.Envelope
@@ -352,6 +356,13 @@ func (f *fakeConnector) handle(c *wsconn.Conn, env *protocol.Envelope) {
 			f.reply(c, env, protocol.TypeAuthStartAck, protocol.AuthStatePayload{ConnectorChannelID: ch.id, FlowID: p.FlowID,
 				AuthSessionID: "qr_" + ch.id, Status: protocol.AuthPending, QRCodeText: "https://fake/qr/" + ch.id,
 				PollIntervalMillis: 10, ExpiresAt: time.Now().Add(time.Minute).UnixMilli()}, nil)
+			if f.qrStartPush {
+				push := &protocol.Envelope{Schema: protocol.PacketSchema, PacketID: fmt.Sprintf("dp_%d", time.Now().UnixNano()),
+					ConnectorChannelID: ch.id, Type: protocol.TypeDescriptorPush, Time: time.Now().UnixMilli()}
+				if err := push.SetPayload(protocol.DescriptorPayload{ConnectionDescriptor: f.descriptor(ch)}); err == nil {
+					_ = c.Send(context.Background(), push)
+				}
+			}
 		default:
 			f.reply(c, env, protocol.TypeAuthStartAck, nil, protocol.Errorf(protocol.CodeAuthFlowNotFound, "no flow"))
 		}

@@ -34,6 +34,14 @@ type session struct {
 
 	inbound chan *protocol.Envelope // bounded dispatch queue
 
+	// seq orders, in arrival order on the socket, the Descriptor pushes
+	// and the sign-in acks (the reader hands acks to their waiters at once
+	// but queues pushes): a sign-in keeps a pushed Descriptor over its ack's
+	// only when the push arrived after the ack. pushSeqs holds the number
+	// of each queued push (at most InboundQueue entries); guarded by mu.
+	seq      atomic.Uint64
+	pushSeqs map[*protocol.Envelope]uint64
+
 	idPrefix string         // random part of the ids of this socket's requests
 	idSeq    atomic.Uint64  // numbers them
 	timers   timerpool.Pool // stopped *time.Timer for request timeouts
@@ -94,6 +102,7 @@ func (rt *runtime) dial(ctx context.Context) (*session, error) {
 		pending:  map[string]*pendingReq{},
 		chatAcks: map[string]chan *protocol.Envelope{},
 		routes:   map[string]*route{},
+		pushSeqs: map[*protocol.Envelope]uint64{},
 		workers:  map[string]chan *protocol.Envelope{},
 		catalogs: map[string]*protocol.Negotiated{},
 		idPrefix: newID(""),
@@ -291,11 +300,28 @@ func (s *session) onFrame(env *protocol.Envelope, _ []byte, err error) {
 			return
 		}
 	}
+	if env.Type == protocol.TypeDescriptorPush {
+		n := s.seq.Add(1)
+		s.mu.Lock()
+		s.pushSeqs[env] = n
+		s.mu.Unlock()
+	}
 	select {
 	case s.inbound <- env:
 	default:
+		s.takePushSeq(env)
 		s.rt.h.log.Warn("host: inbound queue full; packet dropped", "card_id", s.rt.cardID, "type", env.Type)
 	}
+}
+
+// takePushSeq returns and forgets the arrival number of a queued
+// Descriptor push (0 for none).
+func (s *session) takePushSeq(env *protocol.Envelope) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.pushSeqs[env]
+	delete(s.pushSeqs, env)
+	return n
 }
 
 // progress hands a tool.progress.push to the call it belongs to (section

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xconn/xconn/protocol"
@@ -55,6 +56,9 @@ type Signin struct {
 
 	mu    sync.Mutex
 	state SigninState
+	// ackSeq is the arrival number (session.seq) of the latest auth ack;
+	// a Descriptor pushed before it is older than the ack's.
+	ackSeq atomic.Uint64
 }
 
 // State returns the current state.
@@ -233,9 +237,15 @@ func (s *Signin) run(ctx context.Context, r *route, input map[string]string, sta
 	defer close(s.done)
 	defer close(s.updates)
 	defer s.sess.endBind(r.channelID)
-	var onAck func(*protocol.Envelope)
+	var binds func(*protocol.Envelope)
 	if s.uc == nil {
-		onAck = s.sess.authAckBinds(r.channelID)
+		binds = s.sess.authAckBinds(r.channelID)
+	}
+	onAck := func(env *protocol.Envelope) {
+		s.ackSeq.Store(s.sess.seq.Add(1))
+		if binds != nil {
+			binds(env)
+		}
 	}
 	timeout := time.NewTimer(s.h.opts.SigninTimeout)
 	defer timeout.Stop()
@@ -403,12 +413,15 @@ func (s *Signin) storeRecord(ctx context.Context, r *route, d *protocol.Descript
 	if err := s.h.putUserChannel(ctx, uc); err != nil {
 		return store.UserChannel{}, fmt.Errorf("store user channel: %w", err)
 	}
-	// Bind the route to the record; a Descriptor pushed meanwhile is newer
-	// than the one of the ack and is kept.
+	// Bind the route to the record; a Descriptor pushed after the ack
+	// arrived is newer than the ack's and is kept, one pushed before it
+	// (for instance "authenticating" at the start of a QR sign-in) is not.
+	ack := s.ackSeq.Load()
 	n := s.sess.updateRoute(r.channelID, func(n *route) {
 		n.ucID, n.userID = uc.ID, uc.UserID
-		if n.desc == r.desc {
+		if n.desc == r.desc || (ack != 0 && n.descSeq < ack) {
 			s.sess.withDescriptor(n, d)
+			n.descSeq = ack
 		}
 	})
 	switch {

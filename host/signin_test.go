@@ -95,6 +95,31 @@ func TestSigninQRPollsUntilAuthenticated(t *testing.T) {
 	}
 }
 
+// TestSigninAckDescriptorBeatsEarlierPush: a Descriptor pushed before the
+// authenticated ack (the SDK pushes "authenticating" when a QR sign-in
+// starts) is older than the ack's: the stored channel is authenticated,
+// also after the push was dispatched.
+func TestSigninAckDescriptorBeatsEarlierPush(t *testing.T) {
+	t.Parallel()
+	f := newFakeConnector(t, "im.fake", "")
+	f.set(func(f *fakeConnector) { f.qrStartPush = true })
+	th := newTestHost(t, "", nil)
+	th.admitOnline(t, f)
+	ctx := ctxT(t)
+	s, err := th.Connect(ctx, "erin", "im.fake", "qr", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc, err := s.Wait(ctx)
+	if err != nil || !uc.Authenticated {
+		t.Fatalf("sign-in = %+v, %v", uc, err)
+	}
+	ucs, err := th.Channels(ctx, "erin", "im.fake")
+	if err != nil || len(ucs) != 1 || !ucs[0].Authenticated {
+		t.Fatalf("stored channels = %+v, %v", ucs, err)
+	}
+}
+
 func TestSigninCancel(t *testing.T) {
 	t.Parallel()
 	f := newFakeConnector(t, "im.fake", "")
