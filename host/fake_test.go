@@ -54,7 +54,7 @@ type fakeConnector struct {
 	// qrStartPush pushes the channel's (not yet signed-in) Descriptor
 	// right after the QR auth.start ack, as the SDK pushes
 	// "authenticating".
-	qrStartPush bool
+	qrStartPush  bool
 	msgAfterAuth bool // send a chat.message right after an authenticated auth ack
 	holdSlow     bool // keep _slow calls unanswered in held (the test answers them)
 	held         []*protocol.Envelope
