@@ -150,10 +150,8 @@ func (c *Connector) pollQR(ctx context.Context, s *connector.QRSession) (connect
 		return connector.QRResult[Binding]{}, errors.New("wechat: no iLink QR code for this sign-in session")
 	}
 	if q.expired {
-		// The SDK's QRResult cannot say qr_refresh_required; the code is
-		// reported pending until its QRTTL ends, then the SDK asks for a
-		// refresh (see the README).
-		return connector.QRResult[Binding]{Status: protocol.AuthPending, Message: msgExpiredRefresh}, nil
+		// Waiting for auth.status refresh=true, which issues a new code.
+		return connector.QRResult[Binding]{Status: protocol.AuthQRRefreshRequired, Message: msgExpiredRefresh}, nil
 	}
 	api := &ilink{hc: c.hc, base: q.pollBase, agent: c.agent()}
 	pctx, cancel := context.WithTimeout(ctx, c.opts.QRPollTimeout)
@@ -183,7 +181,7 @@ func (c *Connector) pollQR(ctx context.Context, s *connector.QRSession) (connect
 			return connector.QRResult[Binding]{Status: protocol.AuthFailed, Message: msgExpiredFinal}, nil
 		}
 		c.qr.with(s.ID, func(st *qrState) { st.expired = true })
-		return connector.QRResult[Binding]{Status: protocol.AuthPending, Message: msgExpiredRefresh}, nil
+		return connector.QRResult[Binding]{Status: protocol.AuthQRRefreshRequired, Message: msgExpiredRefresh}, nil
 	case "need_verifycode":
 		c.qr.drop(s.ID)
 		return connector.QRResult[Binding]{Status: protocol.AuthFailed, Message: msgNeedVerifyCode}, nil

@@ -43,7 +43,9 @@ func TestQRSignIn(t *testing.T) {
 // TestQRExpiryRefresh: an expired code is replaced when xAgent refreshes
 // (the new code signs in); after MaxQRRefreshes the sign-in fails.
 func TestQRExpiryRefresh(t *testing.T) {
-	r := newRig(t, wechattest.Options{}, func(o *wechat.Options) { o.QRTTL = time.Second })
+	// A long QRTTL: the refresh must come from iLink's expired, not from
+	// the SDK's own code lifetime.
+	r := newRig(t, wechattest.Options{}, func(o *wechat.Options) { o.QRTTL = time.Minute })
 	r.fake.ScriptQR(wechattest.QRExpired)
 	c := r.client()
 	ch := r.open(c)
