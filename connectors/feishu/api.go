@@ -79,6 +79,11 @@ type openAPI struct {
 	timeout      time.Duration
 	maxRetryWait time.Duration
 
+	// redact adds a fetched tenant token to the server's redaction set,
+	// so that it is scrubbed from logs, acks and results should any path
+	// ever carry it (the SDK's set is bounded).
+	redact func(values ...string)
+
 	mu     sync.Mutex
 	tokens map[string]cachedToken
 }
@@ -115,6 +120,9 @@ func (a *openAPI) tenantToken(ctx context.Context, c cred, fresh bool) (string, 
 	}
 	if status != http.StatusOK || out.Code != 0 || out.Token == "" {
 		return "", &APIError{Op: "tenant token", Status: status, Code: out.Code, Msg: out.Msg}
+	}
+	if a.redact != nil {
+		a.redact(out.Token)
 	}
 	ttl := time.Duration(out.Expire)*time.Second - tokenMargin
 	if ttl <= 0 {

@@ -201,7 +201,7 @@ func New(opts Options) (*Connector, error) {
 		srv: srv,
 		api: &openAPI{base: base, timeout: or(opts.RequestTimeout, DefaultRequestTimeout), maxRetryWait: or(opts.MaxRetryWait, DefaultMaxRetryWait),
 			hc:     &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-			tokens: map[string]cachedToken{}},
+			tokens: map[string]cachedToken{}, redact: srv.Redact},
 		log:          srv.Logger(),
 		editInterval: or(opts.EditInterval, DefaultEditInterval),
 		maxFileBytes: opts.MaxFileBytes,

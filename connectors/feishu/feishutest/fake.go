@@ -88,6 +88,7 @@ type Server struct {
 	mu        sync.Mutex
 	apps      map[string]string // app_id → app_secret
 	tokens    map[string]string // tenant token → app_id
+	issued    []string          // every tenant token issued (bounded by MaxSent)
 	sent      []Sent
 	uuids     map[string]string // uuid → message_id
 	res       map[string]resource
@@ -172,6 +173,14 @@ func (s *Server) RevokeTokens() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.tokens)
+}
+
+// IssuedTokens returns every tenant token the fake issued (revoked ones
+// too), for tests that check that none leaks.
+func (s *Server) IssuedTokens() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.issued...)
 }
 
 // Calls returns how many requests hit a route ("token", "create",
@@ -285,6 +294,9 @@ func (s *Server) tenantToken(w http.ResponseWriter, r *http.Request) {
 	}
 	tok := newID("t-")
 	s.tokens[tok] = in.AppID
+	if len(s.issued) < MaxSent {
+		s.issued = append(s.issued, tok)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "ok", "tenant_access_token": tok, "expire": TokenTTL})
 }
 
