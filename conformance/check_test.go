@@ -3,6 +3,8 @@ package conformance_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -52,7 +54,7 @@ func TestBrokenFixtures(t *testing.T) {
 		want []string
 	}{
 		{fixture.WrongErrorCodes, []string{"ws.hello-required-code", "ws.hello-card-id-mismatch-code", "envelope.invalid-json-code",
-			"envelope.channel-id-required-code", "envelope.unsupported-type", "channel.unknown-code", "auth.unknown-session",
+			"envelope.channel-id-required-code", "envelope.unsupported-type", "channel.not-owned", "channel.unknown-code", "auth.unknown-session",
 			"tool.unauthenticated-code", "imv2.channel-not-open"}},
 		// A channel opened before hello has no connector_id, so its
 		// Descriptor is invalid too.
@@ -78,6 +80,11 @@ func TestBrokenFixtures(t *testing.T) {
 		{fixture.IgnoreInbound, []string{"imv2.inbound-delivered"}},
 		{fixture.ReuseInboundID, []string{"imv2.inbound-message-id"}},
 		{fixture.ResendAccepted, []string{"imv2.inbound-acked-not-resent"}},
+		// Reissuing a channel id on reopen is allowed (section 8.3); a
+		// wrong API key answered 401 is allowed (section 4.3).
+		{fixture.ReissueChannels, nil},
+		{fixture.Unauthorized401, nil},
+		{fixture.ServeUnowned, []string{"channel.not-owned"}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.brk), func(t *testing.T) {
@@ -154,15 +161,14 @@ func TestQRFlowByURL(t *testing.T) {
 	}
 }
 
-// TestSkipsWithReasons: without an auth flow or an API key the suite skips
-// what it cannot reach and says why.
+// TestSkipsWithReasons: without an auth flow the suite skips what it
+// cannot reach and says why.
 func TestSkipsWithReasons(t *testing.T) {
 	base := startFixture(t, fixture.Options{APIKey: testKey})
-	rep := check(t, base, conformance.Options{Timeout: testTimeout})
+	rep := check(t, base, conformance.Options{APIKey: testKey, Timeout: testTimeout})
 	tests := map[string]string{
 		"auth.authenticated":            "no auth flow selected",
 		"imv2.ack-accepted":             "no signed-in channel",
-		"apikey.health":                 "none was given",
 		"imv2.redelivery":               "published no chat.message",
 		"imv2.inbound-acked-not-resent": "Options.Inbound",
 		"imv2.inbound-delivered":        "no Options.Inbound hook",
@@ -174,9 +180,39 @@ func TestSkipsWithReasons(t *testing.T) {
 			t.Errorf("%s: %s %q, want skip containing %q", id, res.Status, res.Reason, reason)
 		}
 	}
-	// Without the key /health and /ws refuse the suite: those fail.
-	if res, _ := rep.Result("health.http"); res.Status != conformance.Fail {
-		t.Errorf("health.http without the required key: %s", res.Status)
+}
+
+// TestPreflight: nothing listening, a missing API key and a wrong one each
+// stop the run with one sentence (a *PreflightError) and no report.
+func TestPreflight(t *testing.T) {
+	base := startFixture(t, fixture.Options{APIKey: testKey})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String()
+	l.Close()
+	for _, tc := range []struct {
+		name, base, key, want string
+	}{
+		{"nothing listening", dead, "", "Nothing answers at " + dead},
+		{"no key", base, "", "requires an API key"},
+		{"wrong key", base, "not-the-key", "refused the API key (GET /health answered HTTP 403)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := conformance.Check(context.Background(), tc.base, conformance.Options{APIKey: tc.key, Timeout: testTimeout})
+			var pe *conformance.PreflightError
+			if rep != nil || !errors.As(err, &pe) {
+				t.Fatalf("Check = %v, %v; want no report and a *PreflightError", rep, err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tc.want) || strings.Count(msg, "\n") > 0 || strings.Count(msg, ". ") > 0 || !strings.HasSuffix(msg, ".") {
+				t.Errorf("error %q: want one sentence containing %q", msg, tc.want)
+			}
+			if tc.key != "" && strings.Contains(msg, tc.key) {
+				t.Errorf("error %q repeats the key", msg)
+			}
+		})
 	}
 }
 
@@ -279,5 +315,107 @@ func TestCardWithoutTitleFailsBoth(t *testing.T) {
 	}
 	if got := rep.Failed(); !slices.Equal(got, []string{"card.auth-flows"}) || rep.OK() {
 		t.Errorf("failed %v (OK %v), want only card.auth-flows", got, rep.OK())
+	}
+}
+
+// TestLegacyPeer is the "Done when" of a 1.0 peer (no protocol_version, a v1
+// Descriptor, reissued channel ids, no upload endpoint): the headline names
+// 1.0 in every format, no check passes on a missing value, nothing is
+// skipped in a cascade, and every verdict cites its section.
+func TestLegacyPeer(t *testing.T) {
+	fx, base := startFixtureServer(t, fixture.Options{APIKey: testKey, Break: fixture.Legacy10})
+	_ = fx
+	rep := check(t, base, formOptions())
+	var text, js, junit bytes.Buffer
+	_ = rep.WriteText(&text)
+	_ = rep.WriteJSON(&js)
+	_ = rep.WriteJUnit(&junit)
+	first, _, _ := strings.Cut(text.String(), "\n")
+	if !strings.Contains(first, "protocol 1.0") || !strings.Contains(first, "outside the [3.0, 3.0] window") {
+		t.Errorf("text headline %q does not name 1.0 outside the window", first)
+	}
+	if rep.ProtocolVersion != "1.0" || !strings.Contains(js.String(), `"headline": "This Connector speaks protocol 1.0`) ||
+		!strings.Contains(junit.String(), "This Connector speaks protocol 1.0") {
+		t.Errorf("JSON or JUnit lacks the headline:\n%s", junit.String())
+	}
+	// Version comparisons fail on missing values instead of passing.
+	for _, id := range []string{"version.window", "card.protocol-version", "health.protocol-version", "ws.hello-ack"} {
+		if res, _ := rep.Result(id); res.Status != conformance.Fail {
+			t.Errorf("%s: %s %s, want fail", id, res.Status, res.Reason)
+		}
+	}
+	// The 3.0 hello rules do not apply to it and say why.
+	for _, id := range []string{"ws.hello-version-missing", "ws.hello-version-old", "ws.hello-profiles-required"} {
+		if res, _ := rep.Result(id); res.Status != conformance.Skip || !strings.Contains(res.Reason, "protocol 1.0") {
+			t.Errorf("%s: %s %q, want a skip naming 1.0", id, res.Status, res.Reason)
+		}
+	}
+	// The reissued channel is adopted and reported; no cascade follows.
+	if res, _ := rep.Result("channel.reuse"); res.Status != conformance.Pass || !strings.Contains(res.Note, "reissued") {
+		t.Errorf("channel.reuse: %+v", res)
+	}
+	for _, res := range rep.Results {
+		if res.Status == conformance.Skip && (strings.Contains(res.Reason, "ended early") || strings.Contains(res.Reason, "see ws.hello-ack and channel.open-new")) {
+			t.Errorf("%s skipped in a cascade: %s", res.ID, res.Reason)
+		}
+		if res.Section == "" {
+			t.Errorf("%s cites no section", res.ID)
+		}
+	}
+	// The v1 Descriptor is reported once, by its own rule, and judged by
+	// the v1 normalisation otherwise.
+	if res, _ := rep.Result("descriptor.schema-v2"); res.Status != conformance.Fail {
+		t.Errorf("descriptor.schema-v2: %+v", res)
+	}
+	for _, id := range []string{"descriptor.valid", "imv1.descriptor", "imv1.message-push", "transfer.download", "auth.authenticated"} {
+		if res, _ := rep.Result(id); res.Status != conformance.Pass {
+			t.Errorf("%s: %s %s %s", id, res.Status, res.Actual, res.Reason)
+		}
+	}
+	if res, _ := rep.Result("transfer.upload"); res.Status != conformance.Skip || !strings.Contains(res.Reason, "does not serve POST /files/uploads") {
+		t.Errorf("transfer.upload: %+v", res)
+	}
+	if t.Failed() {
+		t.Log(text.String())
+	}
+}
+
+// TestSignedTokensRedacted: the sig= of a published download_url and the
+// QR code are in no report format, even when a download fails.
+func TestSignedTokensRedacted(t *testing.T) {
+	_, base := startFixtureServer(t, fixture.Options{Break: fixture.Legacy10})
+	var out bytes.Buffer
+	rep := check(t, base, conformance.Options{AuthFlow: fixture.QRFlow, AuthOpenURL: true, Out: &out, Timeout: testTimeout})
+	var b bytes.Buffer
+	_ = rep.WriteText(&b)
+	_ = rep.WriteJSON(&b)
+	_ = rep.WriteJUnit(&b)
+	for _, leak := range []string{"fxsig", "/qr/auth_fx_"} {
+		if strings.Contains(b.String(), leak) {
+			t.Errorf("a report contains a live token %q", leak)
+		}
+	}
+	if !strings.Contains(b.String(), "[redacted]") {
+		t.Log("no token was quoted at all")
+	}
+}
+
+// TestCloseFrames: every connection the suite opened ends with a close
+// frame (status 1000), not a dropped TCP connection.
+func TestCloseFrames(t *testing.T) {
+	fx, base := startFixtureServer(t, fixture.Options{APIKey: testKey})
+	check(t, base, fullOptions(fx))
+	deadline := time.Now().Add(2 * time.Second)
+	for len(fx.CloseStatuses()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := fx.CloseStatuses()
+	if len(got) == 0 {
+		t.Fatal("no connection ended")
+	}
+	for i, st := range got {
+		if st != 1000 {
+			t.Errorf("connection %d ended with close status %d, want 1000 (normal closure)", i, st)
+		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 func aggregateIDs() []string {
 	return []string{"ws.text-frames", "envelope.valid", "envelope.request-id", "envelope.reply-to",
-		"descriptor.valid", "descriptor.card", "descriptor.channel", "descriptor.connector-id", "descriptor.profiles-negotiated",
+		"descriptor.schema-v2", "descriptor.valid", "descriptor.card", "descriptor.channel", "descriptor.connector-id", "descriptor.profiles-negotiated",
 		"imv2.descriptor", "imv1.descriptor", "device.descriptor", "imv2.no-internal-fields", "imv2.connector-direction",
 		"imv2.inbound-valid", "imv1.message-push", "transfer.download", "security.no-secret-leak"}
 }
@@ -77,13 +77,13 @@ func probeAggregates(ctx context.Context, s *session, r *recorder) {
 // judgeDescriptors checks every Descriptor the run saw.
 func judgeDescriptors(s *session, r *recorder) {
 	if len(s.obs.descriptors) == 0 {
-		for _, id := range []string{"descriptor.valid", "descriptor.card", "descriptor.channel", "descriptor.connector-id",
+		for _, id := range []string{"descriptor.schema-v2", "descriptor.valid", "descriptor.card", "descriptor.channel", "descriptor.connector-id",
 			"descriptor.profiles-negotiated", "imv2.descriptor", "imv1.descriptor", "device.descriptor"} {
 			r.skip(id, "no Descriptor received")
 		}
 		return
 	}
-	var valid, card, channel, connector, negotiated []finding
+	var valid, legacy, card, channel, connector, negotiated []finding
 	profileTarget := map[protocol.Profile][]finding{}
 	enabled := map[protocol.Profile]bool{}
 	for _, ob := range s.obs.descriptors {
@@ -92,7 +92,18 @@ func judgeDescriptors(s *session, r *recorder) {
 			continue
 		}
 		d := ob.desc
-		vs := append(protocol.ValidateSchema(protocol.SchemaDescriptor, ob.raw), protocol.ValidateDescriptor(d)...)
+		// A v1 Descriptor is one finding of its own (section 12: a 3.0
+		// Connector does not emit it); otherwise it is judged as xAgent
+		// reads it, normalised to v2, so that its singular profile is not
+		// counted again as schema violations.
+		schemaInput := ob.raw
+		if rawSchema(ob.raw) == protocol.DescriptorSchemaV1 {
+			add(&legacy, "Descriptor schema "+protocol.DescriptorSchemaV1, ob.packet)
+			if b, err := json.Marshal(d); err == nil {
+				schemaInput = b
+			}
+		}
+		vs := append(protocol.ValidateSchema(protocol.SchemaDescriptor, schemaInput), protocol.ValidateDescriptor(d)...)
 		if len(vs) > 0 {
 			add(&valid, vs.Error(), ob.packet)
 		}
@@ -130,6 +141,7 @@ func judgeDescriptors(s *session, r *recorder) {
 			}
 		}
 	}
+	findings(r, "descriptor.schema-v2", "Descriptors of schema "+protocol.DescriptorSchema, legacy)
 	findings(r, "descriptor.valid", "valid Descriptors", valid)
 	findings(r, "descriptor.card", "Descriptors consistent with the Card", card)
 	findings(r, "descriptor.channel", "the channel's own id", channel)
@@ -215,4 +227,13 @@ func standardProfiles(c *protocol.Card) []protocol.Profile {
 		}
 	}
 	return out
+}
+
+// rawSchema returns the "schema" member of a JSON object, or "".
+func rawSchema(raw []byte) string {
+	var peek struct {
+		Schema string `json:"schema"`
+	}
+	_ = json.Unmarshal(raw, &peek)
+	return peek.Schema
 }

@@ -92,6 +92,9 @@ func authState(f frame, err error, typ string) (protocol.AuthStatePayload, bool)
 	if err != nil || f.env.Type != typ || f.env.Error != nil || f.env.DecodePayload(&st) != nil {
 		return st, false
 	}
+	if st.ConnectionDescriptor != nil {
+		protocol.NormalizeDescriptor(st.ConnectionDescriptor) // a v1 Descriptor as xAgent reads it (section 12)
+	}
 	return st, true
 }
 

@@ -37,28 +37,55 @@ func probeChannels(ctx context.Context, s *session, r *recorder) {
 		}
 	}
 	first := c.helloAck.ConnectorID
-	if r.any("ws.hello-reconnect", "ws.hello-reconnect-same-id", "channel.reuse") {
+	if r.any("ws.hello-reconnect", "ws.hello-reconnect-same-id", "channel.reuse", "channel.not-owned") {
 		c2, err := s.openHello(ctx, first)
 		if err != nil {
 			r.fail("ws.hello-reconnect", "connector.hello.ack", err.Error(), "")
-			r.skip("ws.hello-reconnect-same-id", "reconnect failed")
-			r.skip("channel.reuse", "reconnect failed")
+			r.skip("ws.hello-reconnect-same-id", "reconnect failed (see ws.hello-reconnect)")
+			r.skip("channel.reuse", "reconnect failed (see ws.hello-reconnect)")
+			r.skip("channel.not-owned", "reconnect failed (see ws.hello-reconnect)")
 		} else {
 			r.pass("ws.hello-reconnect")
 			r.check("ws.hello-reconnect-same-id", c2.helloAck.ConnectorID == first, "connector_id "+first,
 				fmt.Sprintf("connector_id %q", c2.helloAck.ConnectorID), "")
-			f, ack, err := s.openChannel(ctx, c2, s.channelID)
-			got := describe(f, err)
-			if ack != nil {
-				got = "connector_channel_id " + ack.ConnectorChannelID
+			old := s.channelID
+			f, ack, err := s.openChannel(ctx, c2, old)
+			packet := s.redact(string(f.data))
+			switch {
+			case ack == nil:
+				r.fail("channel.reuse", "channel.open.ack for "+old, describe(f, err), packet)
+			case ack.ConnectorChannelID == "" || f.env.ConnectorChannelID != ack.ConnectorChannelID:
+				r.fail("channel.reuse", "channel.open.ack naming the same channel id in envelope and payload",
+					fmt.Sprintf("envelope %q, payload %q", f.env.ConnectorChannelID, ack.ConnectorChannelID), packet)
+			case ack.ConnectorChannelID == old:
+				r.pass("channel.reuse")
+			default:
+				// Section 8.3: a Connector may answer a reopen with a new id.
+				// xAgent adopts it; so does the suite.
+				s.adopt(old, ack.ConnectorChannelID)
+				r.pass("channel.reuse")
+				r.note("channel.reuse", fmt.Sprintf("the Connector reissued channel %s as %s on reopen (§8.3 allows it); the suite adopted %s", old, ack.ConnectorChannelID, ack.ConnectorChannelID))
 			}
-			r.check("channel.reuse", ack != nil && ack.ConnectorChannelID == s.channelID, "connector_channel_id "+s.channelID, got, s.redact(string(f.data)))
+			if r.want("channel.not-owned") {
+				switch {
+				case ack == nil:
+					r.skip("channel.not-owned", "the channel was not reopened on a second connection (see channel.reuse)")
+				case s.channelID != old:
+					r.skip("channel.not-owned", "the Connector reissued the channel on reopen (see channel.reuse), so no one channel id was opened on two connections")
+				default:
+					// The channel is now routed to c2: c does not own it.
+					f, err := c.request(ctx, c.newEnvelope(protocol.TypeDescriptorGet, s.channelID, protocol.EmptyPayload{}))
+					code, _ := rejection(f, err)
+					r.check("channel.not-owned", code == string(protocol.CodeConnectorChannelNotOwned),
+						"error code connector_channel_not_owned for channel "+s.channelID+" on the connection it was reopened away from",
+						describe(f, err), s.redact(string(f.data)))
+				}
+			}
 			c2.close()
 			// A channel routes to the connection that opened it last: take
 			// the main channel back to the main connection.
-			if _, ack, err := s.openChannel(ctx, c, s.channelID); err != nil || ack == nil || ack.ConnectorChannelID != s.channelID {
-				s.channelID = ""
-				r.skipRest("the main channel could not be reopened on the main connection")
+			if !s.reopenOn(ctx, c) {
+				r.skipRest("no main channel: " + s.primaryLost)
 				return
 			}
 		}
@@ -190,4 +217,34 @@ func probeIMv2NotOpen(ctx context.Context, s *session, r *recorder) {
 		}
 	}
 	r.check("imv2.channel-not-open", code == string(protocol.CodeChannelNotOpen), "code channel_not_open (error packet or rejected ack)", describe(f, err), s.redact(string(f.data)))
+}
+
+// adopt makes id the main channel in place of old: the Connector reissued
+// it on reopen (section 8.3).
+func (s *session) adopt(old, id string) {
+	if old == id || id == "" {
+		return
+	}
+	s.reissued = append(s.reissued, old+" → "+id)
+	if s.channelID == old {
+		s.channelID = id
+	}
+	if s.signIn.channel == old {
+		s.signIn.channel = id
+	}
+}
+
+// reopenOn sends channel.open for the main channel on c and adopts the id
+// the answer names. It reports false, with s.primaryLost set to the cause,
+// when the channel could not be reopened.
+func (s *session) reopenOn(ctx context.Context, c *wsConn) bool {
+	old := s.channelID
+	f, ack, err := s.openChannel(ctx, c, old)
+	if err != nil || ack == nil || ack.ConnectorChannelID == "" {
+		s.primaryLost = fmt.Sprintf("channel.open of main channel %s on the main connection was answered by %s", old, describe(f, err))
+		s.channelID = ""
+		return false
+	}
+	s.adopt(old, ack.ConnectorChannelID)
+	return true
 }

@@ -98,9 +98,12 @@ func probeMain(ctx context.Context, s *session, r *recorder) {
 		return
 	}
 	a := c.helloAck
-	r.check("ws.hello-ack", a.ConnectorCardID == s.card.ConnectorCardID && a.ConnectorID != "" && a.ProtocolVersion == s.card.ProtocolVersion,
-		fmt.Sprintf("connector_card_id %s, a connector_id, protocol_version %s", s.card.ConnectorCardID, s.card.ProtocolVersion),
-		fmt.Sprintf("connector_card_id %q, connector_id %q, protocol_version %q", a.ConnectorCardID, a.ConnectorID, a.ProtocolVersion), packet)
+	// protocol_version is required in the ack and must equal the Card's
+	// (section 8.2): a missing one on both sides is no match.
+	r.check("ws.hello-ack", a.ConnectorCardID == s.card.ConnectorCardID && a.ConnectorID != "" &&
+		a.ProtocolVersion != "" && a.ProtocolVersion == s.card.ProtocolVersion,
+		fmt.Sprintf("connector_card_id %s, a connector_id, protocol_version equal to the Card's %s", s.card.ConnectorCardID, present(s.card.ProtocolVersion)),
+		fmt.Sprintf("connector_card_id %q, connector_id %q, protocol_version %s", a.ConnectorCardID, a.ConnectorID, present(a.ProtocolVersion)), packet)
 	s.primary = c
 
 	f, ack, err := s.openChannel(ctx, c, "")

@@ -70,16 +70,19 @@ func probeHealth(ctx context.Context, s *session, r *recorder) {
 	c := s.card
 	r.check("health.card-id", h.ConnectorCardID == "" || h.ConnectorCardID == c.ConnectorCardID,
 		"connector_card_id "+c.ConnectorCardID, "connector_card_id "+h.ConnectorCardID, body)
-	r.check("health.protocol-version", h.ProtocolVersion == c.ProtocolVersion,
-		"protocol_version "+c.ProtocolVersion, fmt.Sprintf("protocol_version %q", h.ProtocolVersion), body)
+	// Two values compared are both required: equal absences are no match.
+	r.check("health.protocol-version", h.ProtocolVersion != "" && h.ProtocolVersion == c.ProtocolVersion,
+		fmt.Sprintf("protocol_version %q, equal to the Card's (both present)", c.ProtocolVersion),
+		fmt.Sprintf("/health protocol_version %s, Card protocol_version %s", present(h.ProtocolVersion), present(c.ProtocolVersion)), body)
 	want, _ := json.Marshal(c.Build)
 	got := []byte("null")
 	if h.Build != nil {
 		got, _ = json.Marshal(h.Build)
 	}
 	r.check("health.build", h.Build != nil && string(want) == string(got), "build "+string(want), "build "+string(got), body)
-	r.check("health.card-version", h.ConnectorCardVersion == c.Connector.Version,
-		"connector_card_version "+c.Connector.Version, fmt.Sprintf("connector_card_version %q", h.ConnectorCardVersion), body)
+	r.check("health.card-version", h.ConnectorCardVersion != "" && h.ConnectorCardVersion == c.Connector.Version,
+		fmt.Sprintf("connector_card_version %q, equal to the Card's connector.version (both present)", c.Connector.Version),
+		fmt.Sprintf("/health connector_card_version %s, Card connector.version %s", present(h.ConnectorCardVersion), present(c.Connector.Version)), body)
 }
 
 // probeAPIKey checks that /health and /ws refuse a missing or wrong key.
@@ -93,8 +96,10 @@ func probeAPIKey(ctx context.Context, s *session, r *recorder) {
 		refused := func(st int) bool { return st == http.StatusUnauthorized || st == http.StatusForbidden }
 		r.check("apikey.health", refused(missing.status) && refused(bad.status), "401 or 403 for a missing and a wrong key",
 			fmt.Sprintf("missing key: HTTP %d, wrong key: HTTP %d", missing.status, bad.status), "")
-		r.check("apikey.status-codes", missing.status == http.StatusUnauthorized && bad.status == http.StatusForbidden,
-			"401 for a missing key, 403 for a wrong key", fmt.Sprintf("HTTP %d and HTTP %d", missing.status, bad.status), "")
+		// Section 4.3: "401 or 403 means system API key authentication
+		// failed"; the text prescribes neither for either case.
+		r.check("apikey.status-codes", refused(missing.status) && refused(bad.status),
+			"401 or 403 for a missing key and for a wrong key", fmt.Sprintf("missing key: HTTP %d, wrong key: HTTP %d", missing.status, bad.status), "")
 	}
 	if r.want("apikey.ws") {
 		var got []string
@@ -160,4 +165,12 @@ func probeSubprotocol(ctx context.Context, s *session, r *recorder) {
 		actual = fmt.Sprintf("HTTP %d", resp.StatusCode)
 	}
 	r.check("ws.subprotocol-required", resp != nil && resp.StatusCode != http.StatusSwitchingProtocols, "the handshake is refused", actual, "")
+}
+
+// present quotes v, or says it is missing.
+func present(v string) string {
+	if v == "" {
+		return "missing"
+	}
+	return fmt.Sprintf("%q", v)
 }

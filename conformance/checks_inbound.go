@@ -255,6 +255,7 @@ func checkRedelivery(ctx context.Context, s *session, r *recorder, pending inbou
 	f, err := c.await(ctx, 2*s.opts.timeout(), func(f frame) bool {
 		if answers(f, open) {
 			s.observeAnswer(open, f)
+			s.adoptFrom(open, f)
 		}
 		p, ok := chatOn(f, s.channelID)
 		if ok && p.MessageID != pending.payload.MessageID && slices.Contains(s.inbound.accepted, p.MessageID) && !slices.Contains(resent, p.MessageID) {
@@ -294,6 +295,7 @@ func checkNotResent(ctx context.Context, s *session, r *recorder, resent []strin
 		if answers(f, open) {
 			s.observeAnswer(open, f)
 			opened = f.env.Type == protocol.TypeChannelOpenAck && f.env.Error == nil
+			s.adoptFrom(open, f)
 		}
 		p, ok := chatOn(f, s.channelID)
 		return ok && slices.Contains(s.inbound.accepted, p.MessageID)
@@ -307,5 +309,17 @@ func checkNotResent(ctx context.Context, s *session, r *recorder, resent []strin
 		r.skip(id, "the channel was not reopened (no channel.open.ack), so redeliveries cannot be seen")
 	default:
 		r.pass(id)
+	}
+}
+
+// adoptFrom adopts the channel id a channel.open.ack answering open names,
+// when the Connector reissued it (section 8.3).
+func (s *session) adoptFrom(open *protocol.Envelope, f frame) {
+	if f.env == nil || f.env.Type != protocol.TypeChannelOpenAck || f.env.Error != nil {
+		return
+	}
+	var ack protocol.ChannelOpenAckPayload
+	if f.env.DecodePayload(&ack) == nil && ack.ConnectorChannelID != "" && open.ConnectorChannelID == s.channelID {
+		s.adopt(s.channelID, ack.ConnectorChannelID)
 	}
 }

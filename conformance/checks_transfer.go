@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime/multipart"
 	"net/http"
@@ -115,18 +116,15 @@ func probeTransfer(ctx context.Context, s *session, r *recorder) {
 	}
 }
 
-// probeDownloads fetches every download_url the Connector published.
+// probeDownloads fetches every download_url the Connector published, as
+// xAgent does: the URL alone, without a header.
 func probeDownloads(ctx context.Context, s *session, r *recorder) {
 	var bad []string
 	for _, f := range s.obs.files {
-		u, err := s.base.Parse(f.DownloadURL)
+		u, err := s.resolve(f.DownloadURL)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("%s: %v", f.FileRef, err))
 			continue
-		}
-		if strings.HasPrefix(f.DownloadURL, "/") {
-			// A relative URI resolves under the Base URL (and its prefix).
-			u = s.endpoint(f.DownloadURL)
 		}
 		res, err := s.do(ctx, http.MethodGet, u, "", nil, nil)
 		switch {
@@ -139,6 +137,31 @@ func probeDownloads(ctx context.Context, s *session, r *recorder) {
 		}
 	}
 	r.check("transfer.download", len(bad) == 0, "2xx raw bytes with a Content-Type", strings.Join(bad, "; "), "")
+}
+
+// resolve resolves a download_url by RFC 3986 reference resolution
+// (net/url) against the Base URL, so that its query (a ?sig= token) stays
+// a query: an absolute http(s) URL is kept; an absolute path gets the Base
+// URL's path prefix unless it already starts with it, as xAgent resolves it.
+func (s *session) resolve(raw string) (*url.URL, error) {
+	ref, err := url.Parse(raw)
+	if err != nil {
+		return nil, errors.New("download_url does not parse")
+	}
+	if ref.IsAbs() {
+		if ref.Scheme != "http" && ref.Scheme != "https" {
+			return nil, fmt.Errorf("download_url scheme %q is not http(s)", ref.Scheme)
+		}
+		return ref, nil
+	}
+	prefix := s.base.Path
+	if ref.Host == "" && strings.HasPrefix(ref.Path, "/") && prefix != "" && ref.Path != prefix && !strings.HasPrefix(ref.Path, prefix+"/") {
+		ref.Path = prefix + ref.Path
+		ref.RawPath = ""
+	}
+	base := *s.base
+	base.Path = prefix + "/" // a directory, so that a relative path stays under the prefix
+	return base.ResolveReference(ref), nil
 }
 
 // redactURL drops the query of a URL, which may hold a one-time token.

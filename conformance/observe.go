@@ -65,6 +65,7 @@ func (o *observations) leak(where, packet string) { add(&o.leaks, "secret in "+w
 func (s *session) observe(w *wsConn, f frame) {
 	o := &s.obs
 	o.frames++
+	s.learnTokens(f)
 	packet := s.redact(string(f.data))
 	if s.leaks(f.data) {
 		o.leak("packet", packet)
@@ -168,5 +169,28 @@ func (s *session) observeAnswer(req *protocol.Envelope, f frame) {
 	}
 	if f.env.ReplyTo != req.PacketID {
 		add(&s.obs.replyTo, fmt.Sprintf("%s reply_to %q, want %q", f.env.Type, f.env.ReplyTo, req.PacketID), packet)
+	}
+}
+
+// learnTokens registers the signed tokens a packet hands out (a QR code, a
+// download_url) for redaction before anything quotes the packet.
+func (s *session) learnTokens(f frame) {
+	if f.env == nil || len(f.env.Payload) == 0 {
+		return
+	}
+	var p struct {
+		QRCodeText  string `json:"qr_code_text"`
+		QRCodeImage string `json:"qr_code_image"`
+		Files       []struct {
+			DownloadURL string `json:"download_url"`
+		} `json:"files"`
+	}
+	if json.Unmarshal(f.env.Payload, &p) != nil {
+		return
+	}
+	s.addToken(p.QRCodeText)
+	s.addToken(p.QRCodeImage)
+	for _, file := range p.Files {
+		s.addToken(file.DownloadURL)
 	}
 }

@@ -9,6 +9,7 @@ func req(id, section string, level Level, c Capability, statement string) Requir
 // and the system API key (Common Protocol sections 2 to 5).
 func commonRequirements() []Requirement {
 	return []Requirement{
+		req("version.window", "12", Must, CapNone, "The protocol_version of the Card, /health and connector.hello.ack (a missing one is 1.0) lies within xAgent's admission window [3.0, 3.0]"),
 		req("card.http", "4.1", Must, CapNone, "GET /connector-card.json answers 200 with a JSON object and needs no API key"),
 		req("card.json-schema", "4.1", Must, CapNone, "The Card validates against the official JSON Schema xagent.connector/v1"),
 		req("card.schema", "4.1", Must, CapNone, "Card schema is xagent.connector/v1"),
@@ -41,7 +42,7 @@ func commonRequirements() []Requirement {
 		req("health.card-version", "4.3", Should, CapNone, "The connector_card_version of /health equals the Card's connector.version"),
 		req("apikey.health", "3", Must, CapAPIKeyRequired, "/health refuses a missing or wrong API key with 401 or 403"),
 		req("apikey.ws", "3", Must, CapAPIKeyRequired, "/ws refuses the handshake with 401 or 403 for a missing or wrong API key"),
-		req("apikey.status-codes", "3", Should, CapAPIKeyRequired, "A missing API key gets 401 and a wrong one 403"),
+		req("apikey.status-codes", "4.3", Should, CapAPIKeyRequired, "A refused API key, missing or wrong, is answered 401 or 403 (either one: the text prescribes neither for either case)"),
 		req("apikey.uploads", "3", Should, CapUploads, "POST /files/uploads refuses a request without the API key with 401 or 403"),
 		req("baseurl.prefix", "3", Must, CapHasPathPrefix, "Every fixed endpoint is served under the Base URL path prefix"),
 		req("transfer.upload", "5.1", Must, CapUploads, "POST /files/uploads for an open channel answers 2xx with a JSON body carrying a non-empty file_ref"),

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 	"github.com/xconn/xconn/protocol"
@@ -281,4 +282,35 @@ func FuzzObserve(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCutRunes: excerpts are cut on rune boundaries, never inside a UTF-8
+// character.
+func TestCutRunes(t *testing.T) {
+	s := strings.Repeat("é", 200) // 2 bytes each
+	for _, n := range []int{1, 2, 3, 299, 300, 301} {
+		got := truncate(s, n)
+		if !utf8.ValidString(got) || len(got) > n+len("…") {
+			t.Errorf("truncate(%d) = %q: invalid UTF-8 or too long", n, got)
+		}
+	}
+	ses := &session{}
+	long := strings.Repeat("日本", maxPacketShown)
+	if got := ses.redact(long); !utf8.ValidString(got) {
+		t.Error("redact cut inside a rune")
+	}
+}
+
+// TestScrubSignedQuery: sig= and token= values are redacted wherever they
+// appear: in a URL, JSON-escaped, or percent-encoded into a path.
+func TestScrubSignedQuery(t *testing.T) {
+	ses := &session{}
+	for _, in := range []string{
+		"/files/refs/f1?sig=abcDEF123456", `"download_url":"/files/refs/f1?x=1\u0026sig=abcDEF123456"`,
+		"/files/refs/f1%3Fsig=abcDEF123456", "https://h/qr/1?token=abcDEF123456&x=1",
+	} {
+		if got := ses.scrub(in); strings.Contains(got, "abcDEF123456") {
+			t.Errorf("scrub(%q) = %q", in, got)
+		}
+	}
 }

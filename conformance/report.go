@@ -30,14 +30,25 @@ type Result struct {
 	Actual    string `json:"actual,omitempty"`
 	Packet    string `json:"packet,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+	// Note is what the suite adapted to while deciding, such as a channel
+	// id the Connector reissued on reopen (section 8.3) and the suite
+	// adopted.
+	Note string `json:"note,omitempty"`
 }
 
 // Report is the outcome of one run, in registry order. It is not safe for
 // concurrent mutation; reading it concurrently is fine.
 type Report struct {
-	BaseURL string   `json:"base_url"`
-	Strict  bool     `json:"strict"`
-	Results []Result `json:"results"`
+	BaseURL string `json:"base_url"`
+	// ProtocolVersion is the protocol version the Connector speaks, as the
+	// version verdict (version.window) read it: "1.0" for a missing
+	// protocol_version (section 12); "" when it could not be read.
+	ProtocolVersion string `json:"protocol_version,omitempty"`
+	// Headline is the version verdict in one sentence, written first by
+	// every report format.
+	Headline string   `json:"headline,omitempty"`
+	Strict   bool     `json:"strict"`
+	Results  []Result `json:"results"`
 }
 
 // Counts returns the number of passed, failed and skipped results.
@@ -92,12 +103,20 @@ func (r *Report) Summary() string {
 	return fmt.Sprintf("%d passed, %d failed, %d skipped", p, f, s)
 }
 
-// WriteText writes one line per result (with expected, actual and packet
+// WriteText writes the headline, then one line per result, citing its
+// section (with expected, actual and packet
 // lines under a failure) and the summary line last.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
+	if r.Headline != "" {
+		b.WriteString(r.Headline)
+		b.WriteByte('\n')
+	}
 	for _, res := range r.Results {
-		fmt.Fprintf(&b, "%-4s %-6s %-36s %s\n", strings.ToUpper(string(res.Status)), res.Level, res.ID, res.Statement)
+		fmt.Fprintf(&b, "%-4s %-6s %-36s %s (%s)\n", strings.ToUpper(string(res.Status)), res.Level, res.ID, res.Statement, SectionTitle(res.Section))
+		if res.Note != "" {
+			fmt.Fprintf(&b, "     note:     %s\n", res.Note)
+		}
 		switch res.Status {
 		case Fail:
 			fmt.Fprintf(&b, "     expected: %s\n     actual:   %s\n", res.Expected, res.Actual)

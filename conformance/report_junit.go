@@ -16,11 +16,21 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name       string           `xml:"name,attr"`
+	Properties *junitProperties `xml:"properties,omitempty"`
+	Tests      int              `xml:"tests,attr"`
+	Failures   int              `xml:"failures,attr"`
+	Skipped    int              `xml:"skipped,attr"`
+	Cases      []junitCase      `xml:"testcase"`
+}
+
+type junitProperties struct {
+	Property []junitProperty `xml:"property"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
@@ -28,6 +38,7 @@ type junitCase struct {
 	ClassName string        `xml:"classname,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
 	Skipped   *junitSkipped `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
 }
 
 type junitFailure struct {
@@ -45,6 +56,9 @@ type junitSkipped struct {
 // strict mode; otherwise it is reported as skipped with its finding.
 func (r *Report) WriteJUnit(w io.Writer) error {
 	doc := junitSuites{Name: "xconn conformance " + r.BaseURL}
+	if r.Headline != "" {
+		doc.Name += ": " + r.Headline
+	}
 	index := map[string]int{}
 	for _, res := range r.Results {
 		i, ok := index[res.Section]
@@ -52,6 +66,10 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 			i = len(doc.Suites)
 			index[res.Section] = i
 			doc.Suites = append(doc.Suites, junitSuite{Name: SectionTitle(res.Section)})
+			if i == 0 && r.Headline != "" {
+				doc.Suites[0].Properties = &junitProperties{Property: []junitProperty{
+					{Name: "headline", Value: r.Headline}, {Name: "protocol_version", Value: r.ProtocolVersion}}}
+			}
 		}
 		s := &doc.Suites[i]
 		c := junitCase{Name: res.ID + " (" + string(res.Level) + ")", ClassName: "conformance." + res.Section}
@@ -69,6 +87,9 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 			c.Skipped = &junitSkipped{Message: res.Reason}
 			s.Skipped++
 			doc.Skipped++
+		}
+		if res.Note != "" {
+			c.SystemOut = "note: " + res.Note
 		}
 		s.Tests++
 		doc.Tests++

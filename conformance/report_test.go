@@ -29,7 +29,7 @@ func TestWriteText(t *testing.T) {
 	if last := lines[len(lines)-1]; last != "1 passed, 2 failed, 1 skipped" {
 		t.Errorf("summary line %q", last)
 	}
-	if !regexp.MustCompile(`(?m)^FAIL MUST\s+card\.schema\s+s2\n\s+expected: e\n\s+actual:\s+a\n\s+packet:\s+\{"p":1\}$`).MatchString(b.String()) {
+	if !regexp.MustCompile(`(?m)^FAIL MUST\s+card\.schema\s+s2 \(Common Protocol §4\.1\)\n\s+expected: e\n\s+actual:\s+a\n\s+packet:\s+\{"p":1\}$`).MatchString(b.String()) {
 		t.Errorf("failure block missing:\n%s", b.String())
 	}
 	if !strings.Contains(b.String(), "skipped:  why") {

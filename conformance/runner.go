@@ -49,6 +49,14 @@ func (r *recorder) set(id string, res Result) {
 	}
 }
 
+// note attaches what the suite adapted to to the verdict of id.
+func (r *recorder) note(id, note string) {
+	if res, ok := r.results[id]; ok {
+		res.Note = note
+		r.results[id] = res
+	}
+}
+
 func (r *recorder) pass(id string) { r.set(id, Result{Status: Pass}) }
 
 func (r *recorder) fail(id, expected, actual, packet string) {
@@ -88,6 +96,9 @@ func Check(ctx context.Context, baseURL string, opts Options) (*Report, error) {
 	}
 	s.ctx = ctx
 	defer s.finish()
+	if err := s.preflight(ctx); err != nil {
+		return nil, err
+	}
 	selected := map[string]Requirement{}
 	for _, rq := range reqs {
 		selected[rq.ID] = rq
@@ -113,13 +124,17 @@ func Check(ctx context.Context, baseURL string, opts Options) (*Report, error) {
 				results[id] = Result{ID: id, Status: Skip, Reason: why}
 				continue
 			}
+			if versionDependent[id] && s.version.outside {
+				results[id] = Result{ID: id, Status: Skip, Reason: s.versionSkip()}
+				continue
+			}
 			rec.wanted[id] = true
 		}
 		if len(rec.wanted) == 0 && !p.always {
 			continue
 		}
 		p.run(ctx, s, rec)
-		rec.skipRest("not reached: the scenario ended early")
+		rec.skipRest("not reached: the scenario ended early" + s.lostReason())
 		for id, res := range rec.results {
 			if deferred[id] {
 				if ok, why := s.has(selected[id].Capability); !ok {
@@ -129,13 +144,18 @@ func Check(ctx context.Context, baseURL string, opts Options) (*Report, error) {
 			results[id] = res
 		}
 	}
-	rep := &Report{BaseURL: s.base.Redacted(), Strict: opts.Strict}
+	rep := &Report{BaseURL: s.base.Redacted(), Strict: opts.Strict,
+		ProtocolVersion: s.version.version, Headline: s.scrub(s.version.headline)}
 	for _, rq := range reqs {
 		res, ok := results[rq.ID]
 		if !ok {
 			res = Result{ID: rq.ID, Status: Skip, Reason: "no check implements this requirement"}
 		}
 		res.Section, res.Level, res.Statement = rq.Section, rq.Level, rq.Statement
+		// Tokens learned late in the run (a download_url's sig, a QR
+		// code) are redacted from what was recorded before.
+		res.Expected, res.Actual, res.Packet = s.scrub(res.Expected), s.scrub(res.Actual), s.scrub(res.Packet)
+		res.Reason, res.Note = s.scrub(res.Reason), s.scrub(res.Note)
 		rep.Results = append(rep.Results, res)
 	}
 	return rep, nil
@@ -148,6 +168,7 @@ func probes() []probe {
 	return []probe{
 		{ids: cardIDs(), run: probeCard, always: true},
 		{ids: []string{"skill.http", "skill.name", "card.related-skill-ids"}, run: probeSkill, always: true},
+		{ids: []string{"version.window"}, run: probeVersion, always: true},
 		{ids: []string{"health.http", "health.card-id", "health.protocol-version", "health.build", "health.card-version"}, run: probeHealth},
 		{ids: []string{"apikey.health", "apikey.status-codes", "apikey.ws"}, run: probeAPIKey},
 		{ids: []string{"baseurl.prefix"}, run: probePrefix},
@@ -160,7 +181,7 @@ func probes() []probe {
 			"envelope.channel-id-required", "envelope.channel-id-required-code", "envelope.unsupported-type",
 			"ping.pong", "ping.request-id"}, run: probeEnvelope},
 		{ids: []string{"channel.unknown", "channel.unknown-code", "channel.close", "ws.hello-reconnect",
-			"ws.hello-reconnect-same-id", "channel.reuse", "channel.foreign-instance", "ws.hello-unknown-connector-id"}, run: probeChannels},
+			"ws.hello-reconnect-same-id", "channel.reuse", "channel.not-owned", "channel.foreign-instance", "ws.hello-unknown-connector-id"}, run: probeChannels},
 		{ids: []string{"auth.unknown-flow", "auth.not-open", "auth.unknown-session", "auth.qr-start", "auth.cancel"}, run: probeAuthBasics},
 		{ids: []string{"tool.unknown", "tool.unauthenticated", "tool.unauthenticated-code"}, run: probeToolsUnauth},
 		{ids: []string{"imv2.channel-not-open"}, run: probeIMv2NotOpen},
@@ -194,10 +215,27 @@ func needPrimary(s *session, r *recorder) bool {
 		return false
 	}
 	if s.primary == nil || s.channelID == "" {
-		r.skipRest("no hello-completed connection with an open channel (see ws.hello-ack and channel.open-new)")
+		r.skipRest(s.noPrimaryReason())
 		return false
 	}
 	return true
+}
+
+// noPrimaryReason names why the main connection or channel is missing:
+// what lost it, or the main probe's verdicts when it was never set up.
+func (s *session) noPrimaryReason() string {
+	if s.primaryLost != "" {
+		return "no main channel: " + s.primaryLost
+	}
+	return "no hello-completed connection with an open channel (see ws.hello-ack and channel.open-new)"
+}
+
+// lostReason is ": <why>" when the main channel was lost during the run.
+func (s *session) lostReason() string {
+	if s.primaryLost != "" {
+		return ": " + s.primaryLost
+	}
+	return ""
 }
 
 // describe renders an answer for a failure message.

@@ -9,8 +9,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path"
+	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/xconn/xconn/protocol"
 )
@@ -25,13 +29,24 @@ type session struct {
 	http    *http.Client
 	seq     atomic.Int64
 	secrets []string
+	// tokens are signed URL tokens the Connector handed out (sig values,
+	// QR codes and their tokens): redacted from every report, but not
+	// leaks, since the Connector is meant to send them.
+	tokens []string
 
 	card      *protocol.Card
 	cardError string
 	skill     skillState
 
-	primary       *wsConn
-	channelID     string // opened on primary; signed in by the auth probe
+	primary   *wsConn
+	channelID string // opened on primary; signed in by the auth probe
+	// primaryLost says why the main connection or channel is gone, for
+	// the skips of the probes that needed it.
+	primaryLost string
+	// reissued records the channel ids the Connector reissued on reopen
+	// (section 8.3) and the suite adopted, "old → new" each.
+	reissued      []string
+	version       versionState
 	closedChannel string // a channel the run closed
 	tag           string // per-run suffix of message ids
 	waitedInbound bool
@@ -114,17 +129,66 @@ func (s *session) endpoint(p string) *url.URL {
 	return &u
 }
 
-// redact replaces every secret in text and bounds its length.
+// redact replaces every secret and signed token in text and bounds its
+// length, cutting on a rune boundary.
 func (s *session) redact(text string) string {
-	for _, sec := range s.secrets {
-		if len(sec) >= 3 {
-			text = strings.ReplaceAll(text, sec, "[redacted]")
+	return cutRunes(s.scrub(text), maxPacketShown)
+}
+
+// scrub replaces every secret given to the run, every signed token the
+// Connector handed out and every sig= (or token=) URL query value in text.
+func (s *session) scrub(text string) string {
+	for _, list := range [][]string{s.secrets, s.tokens} {
+		for _, sec := range list {
+			if len(sec) >= 3 {
+				text = strings.ReplaceAll(text, sec, "[redacted]")
+			}
 		}
 	}
-	if len(text) > maxPacketShown {
-		text = text[:maxPacketShown] + "…"
+	return signedQuery.ReplaceAllString(text, "${1}[redacted]")
+}
+
+// signedQuery matches the value of a URL query parameter that carries a
+// signature or a token, in a URL or a JSON string holding one.
+var signedQuery = regexp.MustCompile(`((?:[?&]|%3[Ff]|%26|\\u0026)(?:sig|signature|token|access_token|qr_token|ticket)=)[^&\s"'<>\\]+`)
+
+// addToken registers a signed token handed out by the Connector for
+// redaction: the whole value, and each query value and long path segment
+// of a URL.
+func (s *session) addToken(v string) {
+	if len(v) < 8 || slices.Contains(s.tokens, v) {
+		return
 	}
-	return text
+	s.tokens = append(s.tokens, v)
+	u, err := url.Parse(v)
+	if err != nil {
+		return
+	}
+	for _, vals := range u.Query() {
+		for _, q := range vals {
+			if len(q) >= 8 && !slices.Contains(s.tokens, q) {
+				s.tokens = append(s.tokens, q)
+			}
+		}
+	}
+	if u.Scheme != "" {
+		seg := path.Base(u.Path)
+		if len(seg) >= 16 && !slices.Contains(s.tokens, seg) {
+			s.tokens = append(s.tokens, seg)
+		}
+	}
+}
+
+// cutRunes bounds s to at most n bytes, cut on a rune boundary, with "…"
+// when it was cut.
+func cutRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // leaks returns whether data holds a secret given to the run.
@@ -148,12 +212,7 @@ func (h httpResult) String() string {
 	return fmt.Sprintf("HTTP %d %s", h.status, truncate(string(h.body), 300))
 }
 
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
-}
+func truncate(s string, n int) string { return cutRunes(s, n) }
 
 // do performs one HTTP request; key "" sends no Authorization header.
 func (s *session) do(ctx context.Context, method string, u *url.URL, key string, header http.Header, body io.Reader) (httpResult, error) {
@@ -240,6 +299,9 @@ func (s *session) signOut() {
 			case ack == nil:
 				err = fmt.Errorf("channel.open answered by %s", describe(f, nil))
 			default:
+				if ack.ConnectorChannelID != "" && ack.ConnectorChannelID != ch {
+					ch = ack.ConnectorChannelID // reissued on reopen (section 8.3)
+				}
 				err = s.logout(ctx, c, ch)
 			}
 		}
@@ -341,4 +403,53 @@ func jsonObject(raw json.RawMessage) (map[string]json.RawMessage, bool) {
 		return nil, false
 	}
 	return m, true
+}
+
+// PreflightError is returned by [Check] when the run cannot start because
+// of the caller's setup, not because of the Connector's conformance:
+// nothing answers at the Base URL, or the Connector refuses the API key.
+// Sentence says so in one sentence.
+type PreflightError struct {
+	Sentence string
+	Err      error
+}
+
+func (e *PreflightError) Error() string { return e.Sentence }
+
+func (e *PreflightError) Unwrap() error { return e.Err }
+
+// preflight stops the run with one sentence when the Base URL does not
+// answer or the API key is refused, instead of a report that fails every
+// requirement for that one reason.
+func (s *session) preflight(ctx context.Context) error {
+	base := s.base.Redacted()
+	if _, err := s.get(ctx, protocol.PathCard, ""); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("conformance: %w", ctx.Err())
+		}
+		return &PreflightError{Err: err, Sentence: fmt.Sprintf(
+			"Nothing answers at %s (GET %s: %s): start the Connector Server or correct the Base URL.", base, protocol.PathCard, s.redact(rootCause(err)))}
+	}
+	res, err := s.get(ctx, protocol.PathHealth, s.opts.APIKey)
+	if err != nil || (res.status != http.StatusUnauthorized && res.status != http.StatusForbidden) {
+		return nil // anything else is the report's business
+	}
+	if s.opts.APIKey == "" {
+		return &PreflightError{Sentence: fmt.Sprintf(
+			"The Connector at %s requires an API key (GET %s answered HTTP %d without one): pass it with --api-key or XCONN_API_KEY (Options.APIKey).", base, protocol.PathHealth, res.status)}
+	}
+	return &PreflightError{Sentence: fmt.Sprintf(
+		"The Connector at %s refused the API key (GET %s answered HTTP %d): check --api-key or XCONN_API_KEY (Options.APIKey).", base, protocol.PathHealth, res.status)}
+}
+
+// rootCause returns the innermost error text, without the wrapping
+// "GET url:" prefixes.
+func rootCause(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
 }

@@ -23,6 +23,9 @@ type frame struct {
 	env  *protocol.Envelope
 }
 
+// closeWait bounds the wait for the peer's answer to our close frame.
+const closeWait = time.Second
+
 // errNoAnswer is returned by await when the Connector stayed silent.
 var errNoAnswer = errors.New("no answer within the timeout")
 
@@ -105,7 +108,21 @@ func (w *wsConn) readLoop(ctx context.Context) {
 // are observed first.
 func (w *wsConn) close() {
 	w.closed.Do(func() {
-		w.c.CloseNow()
+		// A close frame (1000), as a well-behaved peer ends a connection;
+		// a peer that does not answer it within a short bound is dropped.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = w.c.Close(websocket.StatusNormalClosure, "conformance run done")
+		}()
+		t := time.NewTimer(closeWait)
+		select {
+		case <-done:
+		case <-t.C:
+			w.c.CloseNow()
+			<-done
+		}
+		t.Stop()
 		w.cancel()
 		for f := range w.in {
 			w.s.observe(w, f)
