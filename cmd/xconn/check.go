@@ -16,11 +16,12 @@ import (
 // SHOULD with --strict), 1 otherwise, 2 on usage errors.
 func newCheckCmd() *cobra.Command {
 	var (
-		opts              conformance.Options
-		authInput         []string
-		jsonOut, list, md bool
-		junitFile         string
-		toolArgs          string
+		opts               conformance.Options
+		authInput          []string
+		jsonOut, list, md  bool
+		junitFile          string
+		toolArgs           string
+		invoke, invokeArgs string
 	)
 	cmd := &cobra.Command{
 		Use:   "check BASE_URL",
@@ -38,8 +39,13 @@ on failure or interrupt, the suite signs that channel out (auth.logout).
 
 A Card does not say which tools have side effects, so the suite never invents
 tool arguments: tool.invoke runs only with --tool ID, a Card tool, which it
-invokes once on the signed-in channel with --tool-args JSON (a JSON object;
-connector_channel_id is set to the channel). Without --tool it is skipped.
+invokes on the signed-in channel with --tool-args JSON (a JSON object;
+connector_channel_id is set to the channel). --invoke TOOL --args JSON are the
+same flags under the names of the issue that asked for them. Without --tool it
+is skipped.
+
+When nothing answers at BASE_URL, or the Connector refuses the API key, check
+stops with one sentence saying so and exits 1, without a report.
 
 The API key may also come from XCONN_API_KEY.`,
 		Example: `  xconn check http://127.0.0.1:8080 --api-key "$KEY"
@@ -88,9 +94,21 @@ The API key may also come from XCONN_API_KEY.`,
 					opts.AuthInput[k] = v
 				}
 			}
-			if cmd.Flags().Changed("tool-args") {
+			if cmd.Flags().Changed("invoke") {
+				if cmd.Flags().Changed("tool") && opts.Tool != invoke {
+					return usageError(errors.New("--invoke and --tool name different tools"))
+				}
+				opts.Tool = invoke
+			}
+			if cmd.Flags().Changed("args") {
+				if cmd.Flags().Changed("tool-args") && toolArgs != invokeArgs {
+					return usageError(errors.New("--args and --tool-args differ"))
+				}
+				toolArgs = invokeArgs
+			}
+			if cmd.Flags().Changed("tool-args") || cmd.Flags().Changed("args") {
 				if opts.Tool == "" {
-					return usageError(errors.New("--tool-args needs --tool"))
+					return usageError(errors.New("--tool-args (--args) needs --tool (--invoke)"))
 				}
 				if !isJSONObject(toolArgs) {
 					return usageError(errors.New("--tool-args: want a JSON object, such as '{\"text\":\"hi\"}'"))
@@ -100,8 +118,13 @@ The API key may also come from XCONN_API_KEY.`,
 			opts.Out = cmd.ErrOrStderr()
 			rep, err := conformance.Check(cmd.Context(), args[0], opts)
 			if err != nil {
-				if cmd.Context().Err() != nil {
+				var pe *conformance.PreflightError
+				switch {
+				case cmd.Context().Err() != nil:
 					return err
+				case errors.As(err, &pe):
+					// Nothing listens, or the key is refused: one sentence.
+					return &exitError{code: 1, err: pe}
 				}
 				return usageError(err) // a malformed Base URL
 			}
@@ -131,6 +154,8 @@ The API key may also come from XCONN_API_KEY.`,
 	f.BoolVar(&opts.AuthOpenURL, "auth-open-url", false, "confirm a QR flow by fetching and POSTing its qr_code_text URL")
 	f.StringVar(&opts.Tool, "tool", "", "Card tool `ID` that tool.invoke may invoke once on the signed-in channel (without it tool.invoke is skipped)")
 	f.StringVar(&toolArgs, "tool-args", "", "arguments of --tool as a `JSON` object; connector_channel_id is filled in (default {})")
+	f.StringVar(&invoke, "invoke", "", "same as --tool: the side-effecting Card tool `TOOL` to invoke")
+	f.StringVar(&invokeArgs, "args", "", "same as --tool-args: the arguments of --invoke as a `JSON` object")
 	f.DurationVar(&opts.QRWait, "qr-wait", conformance.DefaultQRWait, "how long to wait for a QR scan")
 	f.BoolVar(&jsonOut, "json", false, "print the report as JSON instead of text")
 	f.StringVar(&junitFile, "junit", "", "also write a JUnit XML report to `FILE`")

@@ -91,3 +91,32 @@ func TestCheckToolFlag(t *testing.T) {
 		t.Errorf("summary line:\n%s", out)
 	}
 }
+
+// TestCheckPreflight: nothing listening at BASE_URL stops the run with one
+// sentence on stderr and exit 1, without 100 lines of failures.
+func TestCheckPreflight(t *testing.T) {
+	addr := freeAddr(t) // nothing listens there
+	code, out, errOut := xconn(t, "", "check", "http://"+addr)
+	if code != 1 || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "Nothing answers at http://"+addr) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and one sentence", code, out, errOut)
+	}
+}
+
+// TestCheckInvokeAliases: --invoke and --args are documented aliases of
+// --tool and --tool-args, with the same usage checks.
+func TestCheckInvokeAliases(t *testing.T) {
+	code, out, _ := xconn(t, "", "check", "--help")
+	if code != 0 || !strings.Contains(out, "--invoke TOOL") || !strings.Contains(out, "--args JSON") || !strings.Contains(out, "--tool ID") {
+		t.Fatalf("help lacks --invoke/--args next to --tool:\n%s", out)
+	}
+	for _, args := range [][]string{
+		{"--invoke", "x", "--args", "{not json"},
+		{"--args", `{"text":"hi"}`},
+		{"--invoke", "x", "--tool", "y"},
+	} {
+		code, _, errOut := xconn(t, "", append([]string{"check", "http://127.0.0.1:1"}, args...)...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, stderr %q; want a usage error", args, code, errOut)
+		}
+	}
+}
