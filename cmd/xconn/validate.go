@@ -40,11 +40,17 @@ Exit status: 0 when valid, 1 when invalid (one line per violation: "path: reason
 		},
 	}
 
-	var cardFile string
+	var cardFile, descFrom string
 	desc := &cobra.Command{
 		Use:   "descriptor FILE --card CARD",
 		Short: "Validate a Connection Descriptor, cross-checked against a Card",
-		Args:  exactArgs(1),
+		Long: `Validate a Connection Descriptor against the official schema, the rules of
+section 9 and the Card. By default it is judged as a 3.0 Connector's output: a
+legacy xagent.connection/v1 Descriptor is reported, since a 3.0 Connector must
+not emit one (section 12). With --from host it is judged as xAgent reads it: a
+v1 Descriptor is normalised (its singular profile becomes profiles) and then
+validated.`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cardFile == "" {
 				return &exitError{code: 2, err: fmt.Errorf("validate descriptor: --card is required")}
@@ -61,11 +67,27 @@ Exit status: 0 when valid, 1 when invalid (one line per violation: "path: reason
 			if err != nil {
 				return err
 			}
-			_, vs := protocol.ValidateDescriptorJSON(data, c)
+			var vs protocol.Violations
+			switch descFrom {
+			case "", "connector":
+				// Section 12: a 3.0 Connector does not emit a legacy
+				// Descriptor; xAgent would normalise it, so that is the
+				// only finding about it.
+				if legacyDescriptor(data) {
+					vs = append(vs, protocol.Violation{Path: "schema",
+						Reason: protocol.DescriptorSchemaV1 + " is a legacy Descriptor that a 3.0 Connector must not emit (section 12); xAgent normalises it on read (validate it with --from host)"})
+				}
+			case "host", "xagent":
+			default:
+				return &exitError{code: 2, err: fmt.Errorf(`--from must be "host" or "connector", not %q`, descFrom)}
+			}
+			_, rules := protocol.ValidateDescriptorJSON(data, c)
+			vs = append(vs, rules...)
 			return reportViolations(cmd.OutOrStdout(), vs, asJSON)
 		},
 	}
 	desc.Flags().StringVar(&cardFile, "card", "", "the Connector Card to cross-validate against (required)")
+	desc.Flags().StringVar(&descFrom, "from", "", `who judges the Descriptor: "connector" (default: a 3.0 Connector emits only xagent.connection/v2) or "host" (xAgent accepts a v1 Descriptor after normalising it)`)
 
 	var from string
 	packet := &cobra.Command{
@@ -166,4 +188,13 @@ func reportViolations(w io.Writer, vs protocol.Violations, asJSON bool) error {
 		return &exitError{code: 1}
 	}
 	return nil
+}
+
+// legacyDescriptor reports whether data is a Descriptor of schema
+// xagent.connection/v1.
+func legacyDescriptor(data []byte) bool {
+	var peek struct {
+		Schema string `json:"schema"`
+	}
+	return json.Unmarshal(data, &peek) == nil && peek.Schema == protocol.DescriptorSchemaV1
 }

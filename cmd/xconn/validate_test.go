@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -94,6 +95,33 @@ func TestValidateDescriptor(t *testing.T) {
 	code, out, _ := xconn(t, other, "validate", "descriptor", "-", "--card", card)
 	if code != 1 || !strings.Contains(out, "connection.connector_card_id") {
 		t.Fatalf("mismatched descriptor: exit %d, out %q", code, out)
+	}
+}
+
+// TestValidateDescriptorV1: a xagent.connection/v1 Descriptor is reported
+// once as one a 3.0 Connector must not emit (section 12); with --from host it
+// is accepted after normalisation.
+func TestValidateDescriptorV1(t *testing.T) {
+	card := writeFile(t, "card.json", specCard(t))
+	desc, err := os.ReadFile("../../protocol/testdata/spec_descriptor.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := regexp.MustCompile(`"profiles":\s*\[\s*"xagent\.im\.v2"\s*\]`).ReplaceAllString(string(desc), `"profile": "xagent.im.v2"`)
+	v1 = strings.Replace(v1, `"xagent.connection/v2"`, `"xagent.connection/v1"`, 1)
+	if v1 == string(desc) || !strings.Contains(v1, `"profile": "xagent.im.v2"`) {
+		t.Fatal("test descriptor did not change")
+	}
+	code, out, _ := xconn(t, v1, "validate", "descriptor", "-", "--card", card)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "schema: ") || !strings.Contains(lines[0], "must not emit") || !strings.Contains(lines[0], "section 12") {
+		t.Fatalf("v1 descriptor from a connector: exit %d, out %q; want one schema line citing section 12", code, out)
+	}
+	if code, out, errOut := xconn(t, v1, "validate", "descriptor", "-", "--card", card, "--from", "host"); code != 0 || out != "" {
+		t.Fatalf("v1 descriptor --from host: exit %d, out %q %q", code, out, errOut)
+	}
+	if code, _, _ := xconn(t, v1, "validate", "descriptor", "-", "--card", card, "--from", "nobody"); code != 2 {
+		t.Fatalf("--from nobody: exit %d, want 2", code)
 	}
 }
 
