@@ -17,6 +17,29 @@ type inboundState struct {
 	hookFailed bool     // the hook failed, or no message followed it
 	why        string   // why no inbound message is available, for skips
 	accepted   []string // message_ids the suite acknowledged accepted
+	primed     bool     // the conversation-opening message was asked for
+}
+
+// primeConversation gives an IM target whose bot cannot write first (a
+// Feishu or WeChat bot answers only in a conversation a person opened) its
+// conversation, when the Connector refused the suite's first final: with
+// Options.Inbound the user's message comes first, as in real use. It is
+// acknowledged here and judged by no check; the inbound checks ask for
+// messages of their own. Once per run; it reports whether a message came.
+func (s *session) primeConversation(ctx context.Context, c *wsConn) bool {
+	if s.opts.Inbound == nil || s.inbound.primed || s.inbound.hookFailed {
+		return false
+	}
+	s.inbound.primed = true
+	_, in, err := s.requestInbound(ctx, c)
+	// A missing message here must not decide the inbound checks.
+	s.inbound.hookFailed, s.inbound.why = false, ""
+	if err != nil {
+		return false
+	}
+	_, _ = s.ackInbound(ctx, c, in)
+	s.inbound.accepted = slices.DeleteFunc(s.inbound.accepted, func(id string) bool { return id == in.payload.MessageID })
+	return true
 }
 
 // unavailableError means no inbound message can be asked for: the hook

@@ -57,8 +57,12 @@ type Options struct {
 	// own during the run, or are skipped with the reason.
 	//
 	// The suite calls Inbound from the goroutine running the checks, at
-	// most twice per run, only after a channel was signed in; ctx ends
-	// after Timeout. An error skips the checks that needed the message.
+	// most three times per run, only after a channel was signed in: twice
+	// for the inbound checks, and once more when the Connector rejects the
+	// suite's first final (a target whose bot cannot write first, such as
+	// Feishu, needs the user's message to open the conversation, as in real
+	// use; the final is then sent again). ctx ends after Timeout. An error
+	// skips the checks that needed the message.
 	Inbound func(ctx context.Context, channelID string) error
 	// Tool is the tool_id of a Card tool the suite may invoke, once, on the
 	// signed-in channel (tool.invoke), with ToolArgs. A Card does not say
