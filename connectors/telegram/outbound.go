@@ -46,8 +46,16 @@ func (c *Connector) loadProgress(ctx context.Context, ch *connector.Channel, id 
 	return progress{ID: id}
 }
 
+// progressSaveTimeout bounds one save of outbound progress.
+const progressSaveTimeout = 10 * time.Second
+
 // saveProgress stores p (remove drops it) in the channel's bounded list.
+// It records what Telegram already has, so it finishes even when the
+// request's context ends (a closing socket) meanwhile: the next attempt
+// must not post the same part again.
 func (c *Connector) saveProgress(ctx context.Context, ch *connector.Channel, p progress, remove bool) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), progressSaveTimeout)
+	defer cancel()
 	c.progressMu.Lock()
 	defer c.progressMu.Unlock()
 	var list []progress
