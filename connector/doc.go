@@ -32,7 +32,9 @@
 //     [Server.OnActivity] receive the IM v2 traffic from xAgent.
 //   - [Channel.Publish] hands an inbound target message to xAgent through
 //     a durable outbox; [Channel.SaveState] keeps small per-channel state
-//     across restarts.
+//     across restarts; [Channel.SaveProgress] records what the target
+//     already has of an assistant message delivered in several calls, so a
+//     redelivery posts only what is missing.
 //
 // [Server.ListenAndServe] then opens the default SQLite store in
 // Options.DataDir, starts, serves with hardened timeouts, stops on SIGINT

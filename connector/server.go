@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -82,6 +83,7 @@ type Server struct {
 	channels   map[string]*chanState
 	auth       *authTable
 	typed      typedReg
+	progress   progressLocks
 	attached   map[string]*attachment
 	ownStore   interface{ Close() error } // the default store opened by Start
 
@@ -144,6 +146,7 @@ func New(opts Options) (*Server, error) {
 		leases:   map[string]*lease{},
 		channels: map[string]*chanState{},
 		attached: map[string]*attachment{},
+		progress: progressLocks{seed: maphash.MakeSeed()},
 		wake:     make(chan struct{}, 1),
 	}
 	s.auth = newAuthTable(o.MaxAuthSessions)

@@ -3,6 +3,7 @@ package connector_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -292,5 +293,47 @@ func TestQRPollRefreshRequired(t *testing.T) {
 	}
 	if len(seen) != 2 || seen[1] != "code-2" {
 		t.Fatalf("codes confirmed = %q, want code-1 then code-2", seen)
+	}
+}
+
+// TestDeliveryProgress: progress records survive by message id, a save
+// completes with a cancelled context, clearing drops one, and only the
+// latest MaxProgressRecords are kept.
+func TestDeliveryProgress(t *testing.T) {
+	bt := newBotTarget()
+	srv, base := startBot(t, connectortest.NewStore(t), bt)
+	c, id := connectBot(t, base)
+	ctx := testCtx(t)
+	if _, err := c.SignInForm(ctx, id, "bot_login", map[string]string{"token": "tok-good-1", "chat_id": "5"}); err != nil {
+		t.Fatal(err)
+	}
+	ch, _ := srv.Channel(id)
+	type step struct{ Done int }
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := ch.SaveProgress(cancelled, "m1", step{Done: 2}); err != nil {
+		t.Fatalf("save with a cancelled context: %v", err)
+	}
+	var got step
+	if ok, err := ch.LoadProgress(ctx, "m1", &got); !ok || err != nil || got.Done != 2 {
+		t.Fatalf("load = %+v %v %v", got, ok, err)
+	}
+	if err := ch.ClearProgress(ctx, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := ch.LoadProgress(ctx, "m1", &got); ok {
+		t.Fatal("cleared progress still there")
+	}
+	for i := range connector.MaxProgressRecords + 3 {
+		if err := ch.SaveProgress(ctx, fmt.Sprint("n", i), step{Done: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, _ := ch.LoadProgress(ctx, "n0", &got); ok {
+		t.Error("the oldest record was kept beyond the bound")
+	}
+	last := fmt.Sprint("n", connector.MaxProgressRecords+2)
+	if ok, _ := ch.LoadProgress(ctx, last, &got); !ok || got.Done != connector.MaxProgressRecords+2 {
+		t.Errorf("latest record = %+v %v", got, ok)
 	}
 }

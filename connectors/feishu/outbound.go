@@ -17,15 +17,11 @@ import (
 	"github.com/xconn/xconn/protocol"
 )
 
-// progressKey is the channel state key of the outbound messages being
-// delivered: the steps done (text parts, then files) and the streamed
-// message, so a retry after a failure or restart resumes and posts
-// nothing twice. Each step also carries a Feishu uuid (idempotent for an
-// hour, §6.1), which covers a crash between a send and its record.
-const progressKey = "feishu.outbound"
-
-const maxProgress = 32
-
+// progress is the delivery progress of one outbound message (kept by the
+// SDK, Channel.SaveProgress): the steps done (text parts, then files) and
+// the streamed message, so a retry after a failure or restart resumes and
+// posts nothing twice. Each step also carries a Feishu uuid (idempotent
+// for an hour, §6.1), which covers a crash between a send and its record.
 type progress struct {
 	ID     string `json:"id"`
 	Done   int    `json:"done"`
@@ -84,39 +80,19 @@ func uuidOf(channel, msgID string, step int) string {
 }
 
 func (c *Connector) loadProgress(ctx context.Context, ch *connector.Channel, id string) progress {
-	var list []progress
-	if _, err := ch.LoadState(ctx, progressKey, &list); err != nil {
+	p := progress{ID: id}
+	if _, err := ch.LoadProgress(ctx, id, &p); err != nil {
 		c.log.Warn("feishu: load outbound progress", "channel", ch.ID(), "err", err)
 	}
-	for _, p := range list {
-		if p.ID == id {
-			return p
-		}
-	}
-	return progress{ID: id}
+	return p
 }
 
+// saveProgress stores p, or drops it when remove is set (delivered).
 func (c *Connector) saveProgress(ctx context.Context, ch *connector.Channel, p progress, remove bool) error {
-	var list []progress
-	if _, err := ch.LoadState(ctx, progressKey, &list); err != nil {
-		return fmt.Errorf("feishu: load outbound progress: %w", err)
+	if remove {
+		return ch.ClearProgress(ctx, p.ID)
 	}
-	out := list[:0]
-	for _, q := range list {
-		if q.ID != p.ID {
-			out = append(out, q)
-		}
-	}
-	if !remove {
-		out = append(out, p)
-	}
-	if len(out) > maxProgress {
-		out = out[len(out)-maxProgress:]
-	}
-	if len(out) == 0 {
-		return ch.DeleteState(ctx, progressKey)
-	}
-	return ch.SaveState(ctx, progressKey, out)
+	return ch.SaveProgress(ctx, p.ID, p)
 }
 
 // onMessage delivers a final assistant message: the text (edited into

@@ -15,15 +15,11 @@ import (
 	"github.com/xconn/xconn/protocol"
 )
 
-// progressKey is the channel state key of the outbound messages being
-// delivered: how many of their Bot API steps (text parts, then files) are
-// done, and the streamed message to edit. A retry of the same message_id
-// resumes after the last done step, so no part is posted twice.
-const progressKey = "telegram.outbound"
-
-// maxProgress bounds the records of progressKey (the oldest is dropped).
-const maxProgress = 32
-
+// progress is the delivery progress of one outbound message (kept by the
+// SDK, Channel.SaveProgress): how many of its Bot API steps (text parts,
+// then files) are done, and the streamed message to edit. A retry of the
+// same message_id resumes after the last done step, so no part is posted
+// twice.
 type progress struct {
 	ID     string `json:"id"`
 	Done   int    `json:"done"`
@@ -32,52 +28,19 @@ type progress struct {
 
 // loadProgress returns the record of message id (zero when none).
 func (c *Connector) loadProgress(ctx context.Context, ch *connector.Channel, id string) progress {
-	c.progressMu.Lock()
-	defer c.progressMu.Unlock()
-	var list []progress
-	if _, err := ch.LoadState(ctx, progressKey, &list); err != nil {
+	p := progress{ID: id}
+	if _, err := ch.LoadProgress(ctx, id, &p); err != nil {
 		c.log.Warn("telegram: load outbound progress", "channel", ch.ID(), "err", err)
 	}
-	for _, p := range list {
-		if p.ID == id {
-			return p
-		}
-	}
-	return progress{ID: id}
+	return p
 }
 
-// progressSaveTimeout bounds one save of outbound progress.
-const progressSaveTimeout = 10 * time.Second
-
-// saveProgress stores p (remove drops it) in the channel's bounded list.
-// It records what Telegram already has, so it finishes even when the
-// request's context ends (a closing socket) meanwhile: the next attempt
-// must not post the same part again.
+// saveProgress stores p, or drops it when remove is set (delivered).
 func (c *Connector) saveProgress(ctx context.Context, ch *connector.Channel, p progress, remove bool) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), progressSaveTimeout)
-	defer cancel()
-	c.progressMu.Lock()
-	defer c.progressMu.Unlock()
-	var list []progress
-	if _, err := ch.LoadState(ctx, progressKey, &list); err != nil {
-		return fmt.Errorf("telegram: load outbound progress: %w", err)
+	if remove {
+		return ch.ClearProgress(ctx, p.ID)
 	}
-	out := list[:0]
-	for _, q := range list {
-		if q.ID != p.ID {
-			out = append(out, q)
-		}
-	}
-	if !remove {
-		out = append(out, p)
-	}
-	if len(out) > maxProgress {
-		out = out[len(out)-maxProgress:]
-	}
-	if len(out) == 0 {
-		return ch.DeleteState(ctx, progressKey)
-	}
-	return ch.SaveState(ctx, progressKey, out)
+	return ch.SaveProgress(ctx, p.ID, p)
 }
 
 // onMessage delivers a final assistant message: its text in parts of at

@@ -125,7 +125,6 @@ type Connector struct {
 	editInterval time.Duration
 	maxFileBytes int64
 	streams      *streams
-	progressMu   sync.Mutex // read-modify-write of a channel's outbound progress
 	typingMu     sync.Mutex
 	typing       map[string]time.Time // channel → last typing action (bounded by the channels)
 }

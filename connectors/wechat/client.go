@@ -77,9 +77,8 @@ func (c *Connector) expire(ch *connector.Channel, why string) {
 // Peer state (Channel.SaveState): the latest sender and each peer's latest
 // context_token.
 const (
-	stateCursor   = "cursor"
-	statePeers    = "peers"
-	stateOutbound = "outbound"
+	stateCursor = "cursor"
+	statePeers  = "peers"
 	// maxPeers and maxPeerStateBytes bound the peer state.
 	maxPeers          = 32
 	maxPeerStateBytes = 12 << 10

@@ -39,8 +39,9 @@ type wText struct {
 // step is one sendmessage of an outbound message.
 type step func(ctx context.Context, to, contextToken string) (string, error)
 
-// outProgress remembers how many steps of a message were sent, so that a
-// redelivery after a partial failure does not send them twice.
+// outProgress remembers how many steps of a message were sent (the SDK's
+// Channel.SaveProgress), so that a redelivery after a partial failure does
+// not send them twice.
 type outProgress struct {
 	ID   string `json:"id"`
 	Done int    `json:"done"`
@@ -57,15 +58,17 @@ func (c *Connector) onMessage(ctx context.Context, ch *connector.Channel, m *con
 	}
 	cl.stopTyping()
 	steps := cl.steps(m.Text, m.Files)
-	var pr outProgress
-	if _, err := ch.LoadState(ctx, stateOutbound, &pr); err != nil {
+	pr := outProgress{ID: m.MessageID}
+	if _, err := ch.LoadProgress(ctx, m.MessageID, &pr); err != nil {
 		return connector.Temporary(fmt.Errorf("wechat: load progress: %w", err))
 	}
-	if pr.ID != m.MessageID {
-		pr = outProgress{ID: m.MessageID}
+	if _, err = cl.run(ctx, steps, &pr); err != nil {
+		return err
 	}
-	_, err = cl.run(ctx, steps, &pr)
-	return err
+	if err := ch.ClearProgress(ctx, m.MessageID); err != nil {
+		cl.c.srv.Logger().Warn("wechat: clear progress", "err", err)
+	}
+	return nil
 }
 
 // run sends steps from pr.Done on, saving progress after each.
@@ -83,7 +86,7 @@ func (cl *Client) run(ctx context.Context, steps []step, pr *outProgress) ([]str
 		ids = append(ids, id)
 		if pr.ID != "" {
 			pr.Done = i + 1
-			if err := cl.ch.SaveState(ctx, stateOutbound, pr); err != nil {
+			if err := cl.ch.SaveProgress(ctx, pr.ID, pr); err != nil {
 				cl.c.srv.Logger().Warn("wechat: save progress", "err", err)
 			}
 		}

@@ -1,0 +1,109 @@
+package connector
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Delivery progress: what the target already has of one assistant message
+// (the parts posted, the id of a streamed message to edit), so that a
+// redelivered message, after a failed attempt or a restart, posts only
+// what is missing. Every connector whose delivery takes several target
+// calls needs it.
+const (
+	// MaxProgressRecords bounds the messages whose progress a channel
+	// keeps; the oldest record goes first. Messages of a channel are
+	// delivered one after the other, so a few are enough.
+	MaxProgressRecords = 16
+	// progressKey is the channel state key of the records.
+	progressKey = "xconn.delivery_progress"
+	// progressSaveTimeout bounds one save.
+	progressSaveTimeout = 10 * time.Second
+)
+
+type progressRecord struct {
+	ID    string          `json:"id"`
+	Value json.RawMessage `json:"v"`
+}
+
+// progressLocks serialises the read-modify-write of one channel's records.
+type progressLocks struct {
+	seed  maphash.Seed
+	locks [64]sync.Mutex
+}
+
+func (p *progressLocks) lock(channelID string) func() {
+	m := &p.locks[maphash.String(p.seed, channelID)%uint64(len(p.locks))]
+	m.Lock()
+	return m.Unlock
+}
+
+// LoadProgress decodes into v the delivery progress stored for messageID
+// on the channel and reports whether there was one.
+func (c *Channel) LoadProgress(ctx context.Context, messageID string, v any) (bool, error) {
+	defer c.srv.progress.lock(c.id)()
+	list, err := c.progressRecords(ctx)
+	if err != nil {
+		return false, err
+	}
+	i := slices.IndexFunc(list, func(r progressRecord) bool { return r.ID == messageID })
+	if i < 0 {
+		return false, nil
+	}
+	if err := json.Unmarshal(list[i].Value, v); err != nil {
+		return false, fmt.Errorf("connector: decode progress of %s: %w", messageID, err)
+	}
+	return true, nil
+}
+
+// SaveProgress records v as the delivery progress of messageID. It records
+// what the target already has, so it completes even when ctx ends
+// meanwhile (a closing socket), bounded by its own timeout. The channel
+// keeps the records of its MaxProgressRecords latest messages, within its
+// state bounds (see SaveState).
+func (c *Channel) SaveProgress(ctx context.Context, messageID string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("connector: encode progress of %s: %w", messageID, err)
+	}
+	return c.updateProgress(ctx, messageID, b)
+}
+
+// ClearProgress drops the record of messageID (its delivery finished).
+func (c *Channel) ClearProgress(ctx context.Context, messageID string) error {
+	return c.updateProgress(ctx, messageID, nil)
+}
+
+func (c *Channel) updateProgress(ctx context.Context, messageID string, value json.RawMessage) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), progressSaveTimeout)
+	defer cancel()
+	defer c.srv.progress.lock(c.id)()
+	list, err := c.progressRecords(ctx)
+	if err != nil {
+		return err
+	}
+	list = slices.DeleteFunc(list, func(r progressRecord) bool { return r.ID == messageID })
+	if value != nil {
+		list = append(list, progressRecord{ID: messageID, Value: value})
+	}
+	if len(list) > MaxProgressRecords {
+		list = list[len(list)-MaxProgressRecords:]
+	}
+	if len(list) == 0 {
+		return c.DeleteState(ctx, progressKey)
+	}
+	return c.SaveState(ctx, progressKey, list)
+}
+
+func (c *Channel) progressRecords(ctx context.Context) ([]progressRecord, error) {
+	var list []progressRecord
+	if _, err := c.LoadState(ctx, progressKey, &list); err != nil {
+		return nil, err
+	}
+	return list, nil
+}
