@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,11 +16,7 @@ import (
 // apply to a connector without a web side, the Feishu hosts and how
 // events arrive.
 type feishuFlags struct {
-	listen      string
-	publicURL   string
-	dataDir     string
-	storeDSN    string
-	apiKey      string
+	connFlags
 	apiURL      string
 	accountsURL string
 	events      string
@@ -49,9 +44,7 @@ For Lark instead of Feishu, use --feishu-api-url ` + feishu.LarkAPIURL + `
 and --feishu-accounts-url ` + feishu.LarkAccountsURL + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.apiKey == "" {
-				f.apiKey = os.Getenv("XCONN_API_KEY")
-			}
+			f.key()
 			log := serveLogger(cmd.ErrOrStderr(), slog.LevelInfo)
 			dir := filepath.Join(f.dataDir, "feishu")
 			if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -84,27 +77,12 @@ and --feishu-accounts-url ` + feishu.LarkAccountsURL + `.`,
 			}
 			fmt.Fprintf(out, "Feishu connector\n  Base URL:  %s\n  Open API:  %s\n  Accounts:  %s\n  Events:    %s\n",
 				base, f.apiURL, f.accountsURL, events)
-			if f.apiKey == "" {
-				fmt.Fprintln(out, "  API key:   none (set --api-key or XCONN_API_KEY before exposing --listen beyond this machine)")
-			}
-			stopping := make(chan struct{})
-			unwatch := context.AfterFunc(cmd.Context(), func() { fmt.Fprintln(out, "Stopping…"); close(stopping) })
-			err = conn.Server().Serve(cmd.Context(), ln)
-			if !unwatch() {
-				<-stopping
-			}
-			if err != nil {
-				return &exitError{code: 1, err: err}
-			}
-			return nil
+			return serveConnector(cmd, conn.Server(), ln, f.apiKey, nil)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.listen, "listen", envOr("XCONN_LISTEN", serveDefaultListen), "address of the connector endpoints (env XCONN_LISTEN)")
-	fs.StringVar(&f.publicURL, "public-url", os.Getenv("XCONN_PUBLIC_URL"), "absolute URL at which xAgent (and, in webhook mode, Feishu) reaches the connector, for absolute file download URLs (default: relative ones) (env XCONN_PUBLIC_URL)")
-	fs.StringVar(&f.dataDir, "data", envOr("XCONN_DATA", serveDefaultDataDir), "data directory: SQLite database, file cache, keys, under feishu/ (env XCONN_DATA)")
-	fs.StringVar(&f.storeDSN, "store", os.Getenv("XCONN_STORE"), `store DSN: "sqlite:/path/file.db" or "postgres://..." (default: SQLite in the data directory) (env XCONN_STORE)`)
-	fs.StringVar(&f.apiKey, "api-key", "", "system API key xAgent must present (default: env XCONN_API_KEY)")
+	f.register(fs, "data directory: SQLite database, file cache, keys, under feishu/",
+		"absolute URL at which xAgent (and, in webhook mode, Feishu) reaches the connector, for absolute file download URLs (default: relative ones)")
 	fs.StringVar(&f.apiURL, "feishu-api-url", envOr("XCONN_FEISHU_API_URL", feishu.DefaultAPIURL), "Feishu Open Platform: "+feishu.DefaultAPIURL+", Lark "+feishu.LarkAPIURL+", or a fake for tests (env XCONN_FEISHU_API_URL)")
 	fs.StringVar(&f.accountsURL, "feishu-accounts-url", envOr("XCONN_FEISHU_ACCOUNTS_URL", feishu.DefaultAccountsURL), "accounts host of the QR app registration: "+feishu.DefaultAccountsURL+", Lark "+feishu.LarkAccountsURL+" (env XCONN_FEISHU_ACCOUNTS_URL)")
 	fs.StringVar(&f.events, "feishu-events", envOr("XCONN_FEISHU_EVENTS", feishu.EventsLongConn), "how events arrive: longconn (each app's long connection) or webhook (POSTs to "+feishu.WebhookPath+") (env XCONN_FEISHU_EVENTS)")

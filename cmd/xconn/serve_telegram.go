@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,13 +15,9 @@ import (
 // telegramFlags are the flags of "serve telegram": the web chat's serving
 // flags that apply to a connector without a web side, and the Bot API's.
 type telegramFlags struct {
-	listen    string
-	publicURL string
-	dataDir   string
-	storeDSN  string
-	apiKey    string
-	apiURL    string
-	proxy     string
+	connFlags
+	apiURL string
+	proxy  string
 }
 
 func newServeTelegramCmd() *cobra.Command {
@@ -38,9 +33,7 @@ BotFather and the chat id the bot serves. State lives in <--data>/telegram
 honoured too).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.apiKey == "" {
-				f.apiKey = os.Getenv("XCONN_API_KEY")
-			}
+			f.key()
 			log := serveLogger(cmd.ErrOrStderr(), slog.LevelInfo)
 			dir := filepath.Join(f.dataDir, "telegram")
 			if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -64,27 +57,12 @@ honoured too).`,
 				api = telegram.DefaultAPIURL
 			}
 			fmt.Fprintf(out, "Telegram connector\n  Base URL:  http://%s\n  Bot API:   %s\n", serveDialable(ln.Addr()), api)
-			if f.apiKey == "" {
-				fmt.Fprintln(out, "  API key:   none (set --api-key or XCONN_API_KEY before exposing --listen beyond this machine)")
-			}
-			stopping := make(chan struct{})
-			unwatch := context.AfterFunc(cmd.Context(), func() { fmt.Fprintln(out, "Stopping…"); close(stopping) })
-			err = conn.Server().Serve(cmd.Context(), ln)
-			if !unwatch() {
-				<-stopping
-			}
-			if err != nil {
-				return &exitError{code: 1, err: err}
-			}
-			return nil
+			return serveConnector(cmd, conn.Server(), ln, f.apiKey, nil)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.listen, "listen", envOr("XCONN_LISTEN", serveDefaultListen), "address of the connector endpoints (env XCONN_LISTEN)")
-	fs.StringVar(&f.publicURL, "public-url", os.Getenv("XCONN_PUBLIC_URL"), "absolute URL at which xAgent reaches the connector, for absolute file download URLs (default: relative ones) (env XCONN_PUBLIC_URL)")
-	fs.StringVar(&f.dataDir, "data", envOr("XCONN_DATA", serveDefaultDataDir), "data directory: SQLite database, file cache, keys, under telegram/ (env XCONN_DATA)")
-	fs.StringVar(&f.storeDSN, "store", os.Getenv("XCONN_STORE"), `store DSN: "sqlite:/path/file.db" or "postgres://..." (default: SQLite in the data directory) (env XCONN_STORE)`)
-	fs.StringVar(&f.apiKey, "api-key", "", "system API key xAgent must present (default: env XCONN_API_KEY)")
+	f.register(fs, "data directory: SQLite database, file cache, keys, under telegram/",
+		"absolute URL at which xAgent reaches the connector, for absolute file download URLs (default: relative ones)")
 	fs.StringVar(&f.apiURL, "telegram-api-url", envOr("XCONN_TELEGRAM_API_URL", telegram.DefaultAPIURL), "Bot API server: the public one, a self-hosted telegram-bot-api, or a fake for tests (env XCONN_TELEGRAM_API_URL)")
 	fs.StringVar(&f.proxy, "telegram-proxy", os.Getenv("XCONN_TELEGRAM_PROXY"), "proxy for the Bot API: http://, https://, socks5:// or socks5h:// URL (default: HTTPS_PROXY/HTTP_PROXY) (env XCONN_TELEGRAM_PROXY)")
 	return cmd

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,12 +15,9 @@ import (
 
 // wechatFlags are the flags of "serve wechat".
 type wechatFlags struct {
-	listen   string
-	dataDir  string
-	storeDSN string
-	apiKey   string
-	apiURL   string
-	cdnURL   string
+	connFlags
+	apiURL string
+	cdnURL string
 }
 
 func newServeWechatCmd() *cobra.Command {
@@ -35,17 +30,12 @@ func newServeWechatCmd() *cobra.Command {
 QR flow wechat_qr_login. State lives in --data (SQLite) or --store.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.apiKey == "" {
-				f.apiKey = os.Getenv("XCONN_API_KEY")
-			}
+			f.key()
 			return runServeWechat(cmd, f)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.listen, "listen", envOr("XCONN_LISTEN", serveDefaultListen), "address of the connector endpoints (env XCONN_LISTEN)")
-	fs.StringVar(&f.dataDir, "data", envOr("XCONN_DATA", serveDefaultDataDir), "data directory: SQLite database, file cache, keys (env XCONN_DATA)")
-	fs.StringVar(&f.storeDSN, "store", os.Getenv("XCONN_STORE"), `store DSN: "sqlite:/path/file.db" or "postgres://..." (default: SQLite in the data directory) (env XCONN_STORE)`)
-	fs.StringVar(&f.apiKey, "api-key", "", "system API key xAgent must present (default: env XCONN_API_KEY)")
+	f.register(fs, "data directory: SQLite database, file cache, keys", "")
 	fs.StringVar(&f.apiURL, "wechat-api-url", envOr("XCONN_WECHAT_API_URL", wechat.DefaultAPIURL), "iLink API base URL (env XCONN_WECHAT_API_URL)")
 	fs.StringVar(&f.cdnURL, "wechat-cdn-url", envOr("XCONN_WECHAT_CDN_URL", wechat.DefaultCDNURL), "WeChat media CDN base URL (env XCONN_WECHAT_CDN_URL)")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
@@ -93,17 +83,5 @@ func runServeWechat(cmd *cobra.Command, f wechatFlags) error {
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "WeChat connector\n  Base URL:  http://%s\n  iLink API: %s\n  Sign in:   auth flow %s (scan the QR code with WeChat)\n",
 		serveDialable(ln.Addr()), f.apiURL, wechat.FlowQR)
-	if f.apiKey == "" {
-		fmt.Fprintln(out, "  API key:   none (set --api-key or XCONN_API_KEY before exposing --listen beyond this machine)")
-	}
-	stopping := make(chan struct{})
-	unwatch := context.AfterFunc(ctx, func() { fmt.Fprintln(out, "Stopping…"); close(stopping) })
-	err = errors.Join(conn.Server().Serve(ctx, ln), db.Close())
-	if !unwatch() {
-		<-stopping
-	}
-	if err != nil {
-		return &exitError{code: 1, err: err}
-	}
-	return nil
+	return serveConnector(cmd, conn.Server(), ln, f.apiKey, db.Close)
 }
