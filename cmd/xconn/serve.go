@@ -103,7 +103,10 @@ listener or on --public-listen. State lives in --data (SQLite) or --store.`,
 			if !unwatch() {
 				<-stopping
 			}
-			return err
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			return nil
 		},
 	}
 	f.register(cmd, true)
@@ -144,6 +147,10 @@ func startWebchat(ctx context.Context, f webchatFlags, dbName string, log *slog.
 	rt := &webchatRuntime{log: log}
 	if rt.ln, err = net.Listen("tcp", f.listen); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", f.listen, err)
+	}
+	if err := checkListenKey(rt.ln, f.apiKey); err != nil {
+		rt.ln.Close()
+		return nil, err
 	}
 	webLn := rt.ln
 	if f.publicListen != "" {

@@ -67,3 +67,18 @@ func serveConnector(cmd *cobra.Command, srv *connector.Server, ln net.Listener, 
 	}
 	return nil
 }
+
+// checkListenKey refuses, before anything is printed, what the SDK's
+// Serve would refuse: no system API key on a listener that is not on a
+// loopback address.
+func checkListenKey(ln net.Listener, apiKey string) error {
+	if apiKey != "" {
+		return nil
+	}
+	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil {
+		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+			return nil
+		}
+	}
+	return fmt.Errorf("no system API key: --listen %s is not a loopback address; set --api-key or XCONN_API_KEY", ln.Addr())
+}

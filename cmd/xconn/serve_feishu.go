@@ -65,6 +65,10 @@ and --feishu-accounts-url ` + feishu.LarkAccountsURL + `.`,
 			if err != nil {
 				return &exitError{code: 1, err: fmt.Errorf("listen %s: %w", f.listen, err)}
 			}
+			if err := checkListenKey(ln, f.apiKey); err != nil {
+				ln.Close()
+				return &exitError{code: 1, err: err}
+			}
 			out := cmd.OutOrStdout()
 			base := "http://" + serveDialable(ln.Addr())
 			events := "long connection per app"

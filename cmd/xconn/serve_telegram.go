@@ -51,6 +51,10 @@ honoured too).`,
 			if err != nil {
 				return &exitError{code: 1, err: fmt.Errorf("listen %s: %w", f.listen, err)}
 			}
+			if err := checkListenKey(ln, f.apiKey); err != nil {
+				ln.Close()
+				return &exitError{code: 1, err: err}
+			}
 			out := cmd.OutOrStdout()
 			api := f.apiURL
 			if api == "" {

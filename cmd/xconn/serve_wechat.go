@@ -62,6 +62,10 @@ func runServeWechat(cmd *cobra.Command, f wechatFlags) error {
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("listen %s: %w", f.listen, err)}
 	}
+	if err := checkListenKey(ln, f.apiKey); err != nil {
+		ln.Close()
+		return &exitError{code: 1, err: err}
+	}
 	db, err := store.Open(ctx, dsn, store.Options{DataDir: f.dataDir})
 	if err != nil {
 		ln.Close()
