@@ -2,6 +2,7 @@ package connector
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/xconn/xconn/protocol"
@@ -73,6 +74,36 @@ type QRSession struct {
 	Channel   *Channel
 	FlowID    string
 	ExpiresAt time.Time
+
+	data *qrData // see WithQRData
+}
+
+// qrData is a QR session's own state of its flow.
+type qrData struct {
+	mu sync.Mutex
+	v  any
+}
+
+// WithQRData runs f, under a lock of the session, on the flow's own state
+// of a QR sign-in session: a T, zero on first use (the target's QR id, the
+// host to poll, how many codes were issued). The SDK keeps it as long as
+// the session, within Options.MaxAuthSessions and AuthSessionTTL, and
+// drops it with the session, so a flow keeps no table of its own. A
+// session's Issue and Poll calls share it; a session outside the SDK (nil
+// data) gets a fresh T each call.
+func WithQRData[T any](s *QRSession, f func(*T)) {
+	if s == nil || s.data == nil {
+		f(new(T))
+		return
+	}
+	s.data.mu.Lock()
+	defer s.data.mu.Unlock()
+	p, ok := s.data.v.(*T)
+	if !ok {
+		p = new(T)
+		s.data.v = p
+	}
+	f(p)
 }
 
 // QRState is a state reported by QRFlow.Poll.

@@ -77,7 +77,7 @@ func (s *Server) advance(ctx context.Context, id string, refresh, poll bool) (pu
 	if !poll || f.cfg.Poll == nil || (status != protocol.AuthPending && status != protocol.AuthScanned) {
 		return false, nil
 	}
-	qs := &QRSession{ID: id, Token: snapshot.token, Channel: &Channel{srv: s, id: snapshot.channelID},
+	qs := &QRSession{ID: id, Token: snapshot.token, Channel: &Channel{srv: s, id: snapshot.channelID}, data: snapshot.data,
 		FlowID: snapshot.flowID, ExpiresAt: snapshot.codeExpires}
 	var st QRState
 	err = safeCall(func() error {

@@ -25,6 +25,7 @@ type authSession struct {
 	codeExpires time.Time
 	prevStatus  protocol.ConnectionStatus // channel status before the session
 	finishing   bool                      // a terminal transition is in progress
+	data        *qrData                   // the flow's own state (WithQRData); shared by copies
 }
 
 // authTable holds live sign-in sessions, bounded by max. Safe for

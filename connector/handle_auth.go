@@ -153,6 +153,7 @@ func (sess *session) startQR(env *protocol.Envelope, id, flowID string, f qrFlow
 	a := &authSession{
 		id: signurl.RandomID("auth_"), channelID: id, flowID: flowID, flow: f,
 		status: protocol.AuthPending, expiresAt: now.Add(s.opts.AuthSessionTTL), prevStatus: snap.rec.Status,
+		data: &qrData{},
 	}
 	if err := s.issueQR(ctx, a, f); err != nil {
 		s.log.Warn("connector: issue QR code", "channel", id, "err", err.Error())
@@ -184,7 +185,7 @@ func (s *Server) issueQR(ctx context.Context, a *authSession, f qrFlow) error {
 	exp := s.now().Add(f.cfg.TTL)
 	text := token
 	if f.cfg.Issue != nil {
-		qs := &QRSession{ID: a.id, Token: token, Channel: &Channel{srv: s, id: a.channelID}, FlowID: a.flowID, ExpiresAt: exp}
+		qs := &QRSession{ID: a.id, Token: token, Channel: &Channel{srv: s, id: a.channelID}, FlowID: a.flowID, ExpiresAt: exp, data: a.data}
 		var t string
 		err := safeCall(func() error {
 			var err error

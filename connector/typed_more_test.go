@@ -252,16 +252,22 @@ func TestQRPollRefreshRequired(t *testing.T) {
 	issued := 0
 	confirmed := map[string]bool{}
 	if err := connector.AddQR(srv, "qr_login", connector.QROptions[botBinding]{
+		// The count of codes is the session's own state (WithQRData),
+		// shared by Issue and Poll.
 		Issue: func(ctx context.Context, s *connector.QRSession) (string, error) {
+			var n int
+			connector.WithQRData(s, func(issued *int) { *issued++; n = *issued })
 			mu.Lock()
-			defer mu.Unlock()
-			issued++
-			return "code-" + strconv.Itoa(issued), nil
+			issued = n
+			mu.Unlock()
+			return "code-" + strconv.Itoa(n), nil
 		},
 		Poll: func(ctx context.Context, s *connector.QRSession) (connector.QRResult[botBinding], error) {
+			var n int
+			connector.WithQRData(s, func(issued *int) { n = *issued })
 			mu.Lock()
 			defer mu.Unlock()
-			if issued == 1 {
+			if n == 1 {
 				return connector.QRResult[botBinding]{Status: protocol.AuthQRRefreshRequired, Message: "the target expired the code"}, nil
 			}
 			if confirmed["code-2"] {
@@ -291,8 +297,8 @@ func TestQRPollRefreshRequired(t *testing.T) {
 	if err != nil || st.Status != protocol.AuthAuthenticated {
 		t.Fatalf("sign-in = %+v, %v", st, err)
 	}
-	if len(seen) != 2 || seen[1] != "code-2" {
-		t.Fatalf("codes confirmed = %q, want code-1 then code-2", seen)
+	if len(seen) != 2 || seen[1] != "code-2" || issued != 2 {
+		t.Fatalf("codes confirmed = %q (%d issued), want code-1 then code-2", seen, issued)
 	}
 }
 

@@ -157,7 +157,6 @@ type Connector struct {
 	// appName and regs serve the QR app registration.
 	appName string
 	qrTTL   time.Duration
-	regs    *regTable
 	// webhookSlots bounds the webhook requests handled at once.
 	webhookSlots chan struct{}
 }
@@ -212,7 +211,6 @@ func New(opts Options) (*Connector, error) {
 		encryptKey:   opts.EncryptKey,
 		appName:      opts.AppName,
 		qrTTL:        or(opts.QRTTL, DefaultQRTTL),
-		regs:         &regTable{m: map[string]*regState{}},
 		webhookSlots: make(chan struct{}, maxWebhookInFlight),
 	}
 	if c.appName == "" {

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/xconn/xconn/connector"
@@ -49,11 +48,10 @@ const (
 	DefaultQRTTL = 10 * time.Minute
 	// slowDownStep is what a slow_down answer adds to the interval.
 	slowDownStep = 5 * time.Second
-	maxQRStates  = 1000
-	qrStateTTL   = 30 * time.Minute
 )
 
-// regState is the accounts side of one sign-in session.
+// regState is the accounts side of one sign-in session, kept by the SDK
+// with the session (connector.WithQRData).
 type regState struct {
 	deviceCode string
 	base       string // accounts host polled (Lark after a switch)
@@ -61,48 +59,6 @@ type regState struct {
 	interval   time.Duration
 	next       time.Time
 	expires    time.Time
-	touched    time.Time
-}
-
-// regTable holds the registration of each live sign-in session, by
-// auth_session_id; bounded by maxQRStates and qrStateTTL.
-type regTable struct {
-	mu sync.Mutex
-	m  map[string]*regState
-}
-
-// with runs f on id's state (created when absent) under the lock.
-func (t *regTable) with(id string, f func(r *regState)) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := time.Now()
-	r := t.m[id]
-	if r == nil {
-		for k, v := range t.m {
-			if now.Sub(v.touched) > qrStateTTL {
-				delete(t.m, k)
-			}
-		}
-		for len(t.m) >= maxQRStates {
-			var oldest string
-			for k, v := range t.m {
-				if oldest == "" || v.touched.Before(t.m[oldest].touched) {
-					oldest = k
-				}
-			}
-			delete(t.m, oldest)
-		}
-		r = &regState{}
-		t.m[id] = r
-	}
-	r.touched = now
-	f(r)
-}
-
-func (t *regTable) drop(id string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.m, id)
 }
 
 // regAnswer is a begin or poll answer (§2.1).
@@ -215,8 +171,8 @@ func (c *Connector) issueQR(ctx context.Context, s *connector.QRSession) (string
 		expire = 600 * time.Second
 	}
 	now := time.Now()
-	c.regs.with(s.ID, func(r *regState) {
-		*r = regState{deviceCode: out.DeviceCode, base: c.accounts, interval: interval, next: now, expires: now.Add(expire), touched: now}
+	connector.WithQRData(s, func(r *regState) {
+		*r = regState{deviceCode: out.DeviceCode, base: c.accounts, interval: interval, next: now, expires: now.Add(expire)}
 	})
 	return u.String(), nil
 }
@@ -235,18 +191,17 @@ const (
 func (c *Connector) pollQR(ctx context.Context, s *connector.QRSession) (connector.QRResult[binding], error) {
 	var r regState
 	now := time.Now()
-	c.regs.with(s.ID, func(st *regState) { r = *st })
+	connector.WithQRData(s, func(st *regState) { r = *st })
 	switch {
 	case r.deviceCode == "":
 		return connector.QRResult[binding]{}, errors.New("feishu: no app registration for this sign-in session")
 	case now.After(r.expires):
-		c.regs.drop(s.ID)
 		return connector.QRResult[binding]{Status: protocol.AuthExpired, Message: msgRegExpired}, nil
 	case now.Before(r.next):
 		return connector.QRResult[binding]{Status: protocol.AuthPending}, nil
 	}
 	for {
-		c.regs.with(s.ID, func(st *regState) { st.next = now.Add(st.interval) })
+		connector.WithQRData(s, func(st *regState) { st.next = now.Add(st.interval) })
 		out, err := c.registration(ctx, r.base, url.Values{"action": {"poll"}, "device_code": {r.deviceCode}})
 		if err != nil {
 			if isTemporary(err) && ctx.Err() == nil {
@@ -255,7 +210,6 @@ func (c *Connector) pollQR(ctx context.Context, s *connector.QRSession) (connect
 			return connector.QRResult[binding]{}, err
 		}
 		if out.ClientID != "" && out.ClientSecret != "" {
-			c.regs.drop(s.ID)
 			return c.registered(ctx, out), nil
 		}
 		switch out.Error {
@@ -265,23 +219,20 @@ func (c *Connector) pollQR(ctx context.Context, s *connector.QRSession) (connect
 			// so a configured (or fake) host is never left.
 			if out.UserInfo.TenantBrand == "lark" && !r.switched && c.accounts == DefaultAccountsURL {
 				r.base, r.switched = LarkAccountsURL, true
-				c.regs.with(s.ID, func(st *regState) { st.base, st.switched = r.base, true })
+				connector.WithQRData(s, func(st *regState) { st.base, st.switched = r.base, true })
 				continue
 			}
 			return connector.QRResult[binding]{Status: protocol.AuthPending}, nil
 		case "slow_down":
-			c.regs.with(s.ID, func(st *regState) { st.interval += slowDownStep; st.next = now.Add(st.interval) })
+			connector.WithQRData(s, func(st *regState) { st.interval += slowDownStep; st.next = now.Add(st.interval) })
 			return connector.QRResult[binding]{Status: protocol.AuthPending}, nil
 		case "access_denied":
-			c.regs.drop(s.ID)
 			return connector.QRResult[binding]{Status: protocol.AuthFailed, Message: msgRegDenied}, nil
 		case "expired_token":
-			c.regs.drop(s.ID)
 			return connector.QRResult[binding]{Status: protocol.AuthExpired, Message: msgRegExpired}, nil
 		default:
 			// Not in the fact sheet: a device-code flow's other errors
 			// are final (RFC 8628 §3.5).
-			c.regs.drop(s.ID)
 			c.log.Info("feishu: app registration failed", "error", out.Error)
 			return connector.QRResult[binding]{Status: protocol.AuthFailed,
 				Message: fmt.Sprintf("Feishu ended the app registration (%s); start the sign-in again", out.Error)}, nil

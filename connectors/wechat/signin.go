@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/protocol"
@@ -26,69 +24,19 @@ type Binding struct {
 
 // qrState is the iLink side of one sign-in session: the current iLink QR
 // session id, the host its status is polled at, and how many codes were
-// issued.
+// issued. The SDK keeps it with the session (connector.WithQRData).
 type qrState struct {
 	qrcode   string
 	pollBase string
 	codes    int
 	expired  bool
-	touched  time.Time
-}
-
-// qrTable holds the iLink QR state of live sign-in sessions, by
-// auth_session_id. It is bounded: entries untouched for qrStateTTL are
-// dropped, and beyond maxQRStates the oldest goes.
-type qrTable struct {
-	mu sync.Mutex
-	m  map[string]*qrState
-}
-
-const (
-	maxQRStates = 1000
-	qrStateTTL  = 15 * time.Minute
-)
-
-func newQRTable() *qrTable { return &qrTable{m: map[string]*qrState{}} }
-
-// with runs f on the state of id (created when absent) under the lock.
-func (t *qrTable) with(id string, f func(q *qrState)) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := time.Now()
-	q := t.m[id]
-	if q == nil {
-		for k, v := range t.m {
-			if now.Sub(v.touched) > qrStateTTL {
-				delete(t.m, k)
-			}
-		}
-		if len(t.m) >= maxQRStates {
-			var oldest string
-			for k, v := range t.m {
-				if oldest == "" || v.touched.Before(t.m[oldest].touched) {
-					oldest = k
-				}
-			}
-			delete(t.m, oldest)
-		}
-		q = &qrState{}
-		t.m[id] = q
-	}
-	q.touched = now
-	f(q)
-}
-
-func (t *qrTable) drop(id string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.m, id)
 }
 
 // issueQR asks iLink for a new QR code (get_bot_qrcode, §5.1) and returns
 // the text to encode: qrcode_img_content.
 func (c *Connector) issueQR(ctx context.Context, s *connector.QRSession) (string, error) {
 	tooMany := false
-	c.qr.with(s.ID, func(q *qrState) { tooMany = q.codes > MaxQRRefreshes })
+	connector.WithQRData(s, func(q *qrState) { tooMany = q.codes > MaxQRRefreshes })
 	if tooMany {
 		return "", fmt.Errorf("wechat: the QR code was refreshed %d times", MaxQRRefreshes)
 	}
@@ -114,7 +62,7 @@ func (c *Connector) issueQR(ctx context.Context, s *connector.QRSession) (string
 	if out.QRCode == "" || out.Content == "" {
 		return "", errors.New("wechat: get_bot_qrcode: empty qrcode or qrcode_img_content")
 	}
-	c.qr.with(s.ID, func(q *qrState) {
+	connector.WithQRData(s, func(q *qrState) {
 		q.qrcode, q.pollBase, q.expired = out.QRCode, c.opts.APIURL, false
 		q.codes++
 	})
@@ -145,7 +93,7 @@ const (
 // onto the protocol's (§5.2).
 func (c *Connector) pollQR(ctx context.Context, s *connector.QRSession) (connector.QRResult[Binding], error) {
 	var q qrState
-	c.qr.with(s.ID, func(st *qrState) { q = *st })
+	connector.WithQRData(s, func(st *qrState) { q = *st })
 	if q.qrcode == "" {
 		return connector.QRResult[Binding]{}, errors.New("wechat: no iLink QR code for this sign-in session")
 	}
@@ -172,24 +120,20 @@ func (c *Connector) pollQR(ctx context.Context, s *connector.QRSession) (connect
 		return connector.QRResult[Binding]{Status: protocol.AuthScanned, Message: "scanned; confirm on the phone"}, nil
 	case "scaned_but_redirect":
 		if h := strings.TrimSpace(out.RedirectHost); h != "" && !strings.ContainsAny(h, "/?#@ ") {
-			c.qr.with(s.ID, func(st *qrState) { st.pollBase = c.scheme() + "://" + h })
+			connector.WithQRData(s, func(st *qrState) { st.pollBase = c.scheme() + "://" + h })
 		}
 		return connector.QRResult[Binding]{Status: protocol.AuthScanned, Message: "scanned; confirm on the phone"}, nil
 	case "expired":
 		if q.codes > MaxQRRefreshes {
-			c.qr.drop(s.ID)
 			return connector.QRResult[Binding]{Status: protocol.AuthFailed, Message: msgExpiredFinal}, nil
 		}
-		c.qr.with(s.ID, func(st *qrState) { st.expired = true })
+		connector.WithQRData(s, func(st *qrState) { st.expired = true })
 		return connector.QRResult[Binding]{Status: protocol.AuthQRRefreshRequired, Message: msgExpiredRefresh}, nil
 	case "need_verifycode":
-		c.qr.drop(s.ID)
 		return connector.QRResult[Binding]{Status: protocol.AuthFailed, Message: msgNeedVerifyCode}, nil
 	case "verify_code_blocked":
-		c.qr.drop(s.ID)
 		return connector.QRResult[Binding]{Status: protocol.AuthFailed, Message: msgVerifyBlocked}, nil
 	case "binded_redirect":
-		c.qr.drop(s.ID)
 		if out.BotToken != "" && out.BotID != "" {
 			return c.confirmed(out), nil
 		}
@@ -200,7 +144,6 @@ func (c *Connector) pollQR(ctx context.Context, s *connector.QRSession) (connect
 		}
 		return connector.QRResult[Binding]{Status: protocol.AuthFailed, Message: msgBindedNoCreds}, nil
 	case "confirmed":
-		c.qr.drop(s.ID)
 		if out.BotToken == "" || out.BotID == "" {
 			return connector.QRResult[Binding]{Status: protocol.AuthFailed,
 				Message: "WeChat confirmed the sign-in without a bot account; start the sign-in again"}, nil

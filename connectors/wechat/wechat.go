@@ -90,7 +90,6 @@ type Connector struct {
 	srv  *connector.Server
 	opts Options
 	hc   *http.Client
-	qr   *qrTable
 }
 
 // New builds the connector and registers its flow, client, consumer, tool
@@ -112,7 +111,7 @@ func New(opts Options) (*Connector, error) {
 	if opts.MaxMediaBytes <= 0 {
 		opts.MaxMediaBytes = DefaultMaxMediaBytes
 	}
-	c := &Connector{opts: opts, hc: opts.HTTPClient, qr: newQRTable()}
+	c := &Connector{opts: opts, hc: opts.HTTPClient}
 	ownClient := c.hc == nil
 	if ownClient {
 		c.hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
