@@ -11,7 +11,8 @@
 //
 //   - [AddForm] declares a form sign-in flow from a Go struct (fields,
 //     labels, secrets from struct tags) and hands its handler the typed,
-//     validated input; [AddQR] declares a QR flow. Both return an
+//     validated input; [AddQR] declares a QR flow ([WithQRData] keeps
+//     its per-session target state). Both return an
 //     [Account]: the channel's binding, a Go value of the connector's
 //     binding type B that the SDK seals (JSON, encrypted at rest) and
 //     restores; [BindingOf] reads it back.
