@@ -144,7 +144,10 @@ func startHost(t *testing.T, dir string) *xagent {
 }
 
 // expectOneReply makes alice write text and requires the echo reply in
-// the p2p chat exactly once, as one streamed (edited) message.
+// the p2p chat exactly once. It is usually streamed (sent, then edited),
+// but deltas are best effort (IM v2 §6: a final never depends on them), so
+// a loaded machine may deliver the final alone; TestInboundP2P checks the
+// streamed edit itself.
 func expectOneReply(t *testing.T, f *feishutest.Server, x *xagent, text string) {
 	t.Helper()
 	reply := host.EchoText(&host.UserMessage{Text: text})
@@ -164,7 +167,7 @@ func expectOneReply(t *testing.T, f *feishutest.Server, x *xagent, text string) 
 		return x.accepted(protocol.ToConnector) > toConn && x.accepted(protocol.ToHost) > toHost
 	})
 	time.Sleep(300 * time.Millisecond)
-	if n, edited := count(); n != 1 || !edited {
+	if n, edited := count(); n != 1 {
 		t.Fatalf("reply %q sent %d times (edited %v): %+v", reply, n, edited, f.Sent(testChat))
 	}
 }
