@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"maps"
 	"testing"
+
+	"github.com/xconn/xconn/internal/jsonbytes"
 )
 
 // payloadObjectReference is payloadObject as encoding/json alone computes
 // it: the definition the one-pass walk must agree with.
 func payloadObjectReference(raw []byte) (map[string]json.RawMessage, bool) {
-	if len(bytes.TrimSpace(raw)) == 0 {
+	if len(jsonbytes.TrimSpace(raw)) == 0 {
 		return nil, true
 	}
 	if !isJSONObject(raw) {

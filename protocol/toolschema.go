@@ -1,10 +1,11 @@
 package protocol
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/xconn/xconn/internal/jsonbytes"
 )
 
 // ChannelIDDescription is the description the helper gives the reserved
@@ -21,7 +22,7 @@ const ChannelIDDescription = "Target user-level Connector channel ID. Pass the o
 // declares the forbidden argument connector_card_id.
 func WithConnectorChannelIDInputSchema(schema json.RawMessage) (json.RawMessage, error) {
 	doc := map[string]json.RawMessage{}
-	if len(bytes.TrimSpace(schema)) > 0 {
+	if len(jsonbytes.TrimSpace(schema)) > 0 {
 		if err := json.Unmarshal(schema, &doc); err != nil {
 			return nil, fmt.Errorf("input schema: must be a JSON object: %w", err)
 		}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/xconn/xconn/internal/jsonbytes"
 )
 
 // ForbiddenCardKey may not appear anywhere in a Card (section 4.1).
@@ -222,7 +224,7 @@ type inputSchemaView struct {
 }
 
 func validateInputSchema(raw json.RawMessage, path string, vs *Violations) {
-	if len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+	if len(raw) == 0 || bytes.Equal(jsonbytes.TrimSpace(raw), []byte("null")) {
 		vs.add(path, "is required")
 		return
 	}
@@ -459,7 +461,7 @@ func findKeyPaths(data []byte, key string) []string {
 
 // isJSONObject reports whether raw is a JSON object.
 func isJSONObject(raw []byte) bool {
-	raw = bytes.TrimSpace(raw)
+	raw = jsonbytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
 		return false
 	}

@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 
@@ -87,7 +86,7 @@ func ValidatePacketJSON(data []byte, d Direction) (*Envelope, Violations) {
 // The map is only read: an empty object is a nil map, and member values
 // share raw's bytes.
 func payloadObject(raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	if len(bytes.TrimSpace(raw)) == 0 {
+	if len(jsonbytes.TrimSpace(raw)) == 0 {
 		return nil, true
 	}
 	if !isJSONObject(raw) {

@@ -1,12 +1,13 @@
 package protocol
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/url"
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/xconn/xconn/internal/jsonbytes"
 )
 
 // ValidatePayload checks the payload rules of e.Type for a packet travelling
@@ -40,7 +41,7 @@ func ValidatePayload(e *Envelope, d Direction) Violations {
 	if spec.Profile == ProfileIMv2 {
 		checkForbiddenIdentity(raw, "payload", &vs)
 	}
-	if spec.IsAck && e.Error != nil && len(bytes.TrimSpace(e.Payload)) == 0 {
+	if spec.IsAck && e.Error != nil && len(jsonbytes.TrimSpace(e.Payload)) == 0 {
 		return vs
 	}
 	v := payloadValidator{e: e, d: d, raw: raw, vs: &vs}

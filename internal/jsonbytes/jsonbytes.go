@@ -158,3 +158,17 @@ func digitsEnd(b []byte, i int) int {
 	}
 	return i
 }
+
+// TrimSpace returns b without leading and trailing JSON whitespace (space,
+// tab, newline, carriage return). Unlike bytes.TrimSpace it keeps form feeds,
+// vertical tabs and Unicode spaces, which JSON does not allow around a value.
+func TrimSpace(b []byte) []byte {
+	i, j := 0, len(b)
+	for i < j && IsSpace(b[i]) {
+		i++
+	}
+	for j > i && IsSpace(b[j-1]) {
+		j--
+	}
+	return b[i:j]
+}
