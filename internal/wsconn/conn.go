@@ -39,6 +39,13 @@ type Conn struct {
 	// paths test it instead of selecting on both.
 	stopped atomic.Bool
 	done    chan struct{} // closed when the connection is finished
+	// writerEnd is closed when the writer has stopped (a failed write
+	// included): a sender blocked on a full queue, even on the reader
+	// goroutine, then gives up.
+	writerEnd chan struct{}
+	// queued counts the bytes of frames accepted by the send paths and not
+	// yet written (Options.SendQueueBytes bounds it).
+	queued atomic.Int64
 
 	mu      sync.Mutex
 	started bool
@@ -58,6 +65,8 @@ func newConn(ws *websocket.Conn, cork *corkConn, opts Options) *Conn {
 		closeReq: make(chan struct{}),
 		readEnd:  make(chan struct{}),
 		done:     make(chan struct{}),
+
+		writerEnd: make(chan struct{}),
 	}
 }
 
@@ -85,7 +94,10 @@ func (c *Conn) Run(ctx context.Context, h Handler) error {
 	defer close(c.done)
 
 	var wg sync.WaitGroup
-	wg.Go(c.writeLoop)
+	wg.Go(func() {
+		defer close(c.writerEnd)
+		c.writeLoop()
+	})
 	// The lifetime context ends the read by closing the socket, as
 	// coder/websocket does for a Read whose context ends; registered once
 	// here instead of by every Read (which costs a context.AfterFunc per
@@ -173,7 +185,9 @@ func (c *Conn) writeBurst(f []byte) bool {
 			runtime.Gosched()
 			more = len(c.queue) > 0
 		}
-		if err := c.write(f, more); err != nil {
+		err := c.write(f, more)
+		c.queued.Add(-int64(len(f)))
+		if err != nil {
 			c.opts.Logger.Debug("wsconn: write failed", "err", err)
 			return false
 		}
@@ -219,7 +233,9 @@ flush:
 			if c.cork != nil {
 				c.cork.setCorked(len(c.queue) > 0)
 			}
-			if err := c.ws.Write(ctx, websocket.MessageText, f); err != nil {
+			err := c.ws.Write(ctx, websocket.MessageText, f)
+			c.queued.Add(-int64(len(f)))
+			if err != nil {
 				c.opts.Logger.Debug("wsconn: flush on close failed", "err", err)
 				break flush
 			}
@@ -256,9 +272,16 @@ func (c *Conn) Send(ctx context.Context, env *protocol.Envelope) error {
 
 // SendRaw enqueues one already encoded packet as a text frame, like
 // [Conn.Send]. The caller must not modify frame afterwards.
+//
+// A frame that would take the bytes queued past Options.SendQueueBytes is
+// not queued: the connection is closed with [StatusSendQueueFull] and
+// SendRaw returns [ErrSendQueueFull].
 func (c *Conn) SendRaw(ctx context.Context, frame []byte) error {
 	if c.stopped.Load() {
 		return ErrClosed
+	}
+	if err := c.reserve(len(frame)); err != nil {
+		return err
 	}
 	select { // the common case: room in the queue
 	case c.queue <- frame:
@@ -269,13 +292,37 @@ func (c *Conn) SendRaw(ctx context.Context, frame []byte) error {
 	case c.queue <- frame:
 		return nil
 	case <-c.closeReq:
-		return ErrClosed
 	case <-c.readEnd:
-		return ErrClosed
+	case <-c.writerEnd:
 	case <-ctx.Done():
+		c.queued.Add(-int64(len(frame)))
 		return ctx.Err()
 	}
+	c.queued.Add(-int64(len(frame)))
+	return ErrClosed
 }
+
+// reserve counts n more bytes against Options.SendQueueBytes; when they do
+// not fit (and something is queued) it closes the connection with
+// StatusSendQueueFull and returns ErrSendQueueFull.
+func (c *Conn) reserve(n int) error {
+	for {
+		cur := c.queued.Load()
+		if cur > 0 && cur+int64(n) > c.opts.SendQueueBytes {
+			c.opts.Logger.Warn("wsconn: send queue full, closing: the peer does not read",
+				"queued_bytes", cur, "frame_bytes", n, "limit_bytes", c.opts.SendQueueBytes)
+			_ = c.Close(StatusSendQueueFull, fmt.Sprintf("send queue full (over %d bytes): the peer does not read", c.opts.SendQueueBytes))
+			return ErrSendQueueFull
+		}
+		if c.queued.CompareAndSwap(cur, cur+int64(n)) {
+			return nil
+		}
+	}
+}
+
+// QueuedBytes returns the bytes of the frames accepted by the send paths
+// and not yet written.
+func (c *Conn) QueuedBytes() int64 { return c.queued.Load() }
 
 // TrySendRaw enqueues one already encoded packet like [Conn.SendRaw] but
 // never blocks: it returns ErrQueueFull when the queue is full (nothing is
@@ -285,10 +332,14 @@ func (c *Conn) TrySendRaw(frame []byte) error {
 	if c.stopped.Load() {
 		return ErrClosed
 	}
+	if err := c.reserve(len(frame)); err != nil {
+		return err
+	}
 	select {
 	case c.queue <- frame:
 		return nil
 	default:
+		c.queued.Add(-int64(len(frame)))
 		return ErrQueueFull
 	}
 }

@@ -24,6 +24,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -35,7 +37,15 @@ const (
 	DefaultSendQueue = 256
 	// DefaultWriteTimeout bounds the write of one frame.
 	DefaultWriteTimeout = 10 * time.Second
+	// DefaultSendQueueBytes is the default bound on the bytes of the
+	// outbound frames queued (or waiting to be queued) on one Conn (16 MiB).
+	DefaultSendQueueBytes int64 = 16 << 20
 )
+
+// StatusSendQueueFull is the close code of a Conn whose outbound queue
+// passed Options.SendQueueBytes: the peer does not read what it is sent
+// (1008, policy violation; the reason says "send queue full").
+const StatusSendQueueFull = websocket.StatusPolicyViolation
 
 // ErrClosed is returned by [Conn.Send] and [Conn.SendRaw] once the connection
 // is closing or closed.
@@ -44,6 +54,12 @@ var ErrClosed = errors.New("wsconn: connection closed")
 // ErrQueueFull is returned by [Conn.TrySendRaw] when the outbound queue is
 // full.
 var ErrQueueFull = errors.New("wsconn: send queue full")
+
+// ErrSendQueueFull is returned by [Conn.Send], [Conn.SendRaw] and
+// [Conn.TrySendRaw] when a frame would take the outbound queue past
+// Options.SendQueueBytes: the frame is dropped and the connection is closed
+// with [StatusSendQueueFull].
+var ErrSendQueueFull = errors.New("wsconn: send queue over its byte bound: connection closed")
 
 // ErrSubprotocol reports that the peer did not negotiate
 // [protocol.Subprotocol]. [Accept] and [Dial] wrap it.
@@ -59,6 +75,14 @@ type Options struct {
 	// SendQueue is the length of the bounded outbound queue. Default
 	// [DefaultSendQueue].
 	SendQueue int
+	// SendQueueBytes bounds the bytes of the outbound frames that are
+	// queued, or blocked waiting for room in the queue, and not yet
+	// written. A frame that would pass it (unless nothing else is queued,
+	// so one large frame always fits) closes the connection with
+	// [StatusSendQueueFull]: a peer that does not read cannot make the
+	// process hold more than this per connection. Default
+	// [DefaultSendQueueBytes].
+	SendQueueBytes int64
 	// WriteTimeout bounds the write of one frame, and the flush of queued
 	// frames on [Conn.Close]. Default [DefaultWriteTimeout].
 	WriteTimeout time.Duration
@@ -78,6 +102,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SendQueue <= 0 {
 		o.SendQueue = DefaultSendQueue
+	}
+	if o.SendQueueBytes <= 0 {
+		o.SendQueueBytes = DefaultSendQueueBytes
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = DefaultWriteTimeout

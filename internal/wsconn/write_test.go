@@ -114,7 +114,7 @@ func TestWriteTimeoutWithoutReader(t *testing.T) {
 		ts.Close()
 		wg.Wait()
 	})
-	c := dial(t, "ws"+strings.TrimPrefix(ts.URL, "http"), Options{WriteTimeout: 200 * time.Millisecond})
+	c := dial(t, "ws"+strings.TrimPrefix(ts.URL, "http"), Options{WriteTimeout: 200 * time.Millisecond, SendQueueBytes: 1 << 40})
 	res := runConn(t, c, nil)
 	big := append(append([]byte(`{"type":"ping","x":"`), bytes.Repeat([]byte("x"), 64<<10)...), `"}`...)
 	// Fill the socket buffers until a write is stuck; the send that hits
