@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -174,6 +175,102 @@ func FuzzScrub(f *testing.F) {
 				return
 			}
 			t.Fatalf("Scrub(%q) = %q still contains %q", text, got, secret)
+		}
+	})
+}
+
+// TestSecretsBoundedByBytes: a set is bounded in bytes as well as count;
+// large values push out the oldest ones, and values over MaxSecretLen are
+// not kept.
+func TestSecretsBoundedByBytes(t *testing.T) {
+	s := NewSecretsBytes(1000, 10<<10)
+	for i := range 100 {
+		s.Add(fmt.Sprintf("%04d", i) + strings.Repeat("x", 1020))
+		if s.Bytes() > 10<<10 {
+			t.Fatalf("after %d values Bytes = %d, over the bound %d", i+1, s.Bytes(), 10<<10)
+		}
+	}
+	if s.Len() != 10 {
+		t.Fatalf("Len = %d, want 10 values of 1 KiB in 10 KiB", s.Len())
+	}
+	newest := "0099" + strings.Repeat("x", 1020)
+	if got := s.Scrub("<" + newest + ">"); got != "<"+Redacted+">" {
+		t.Errorf("newest value not scrubbed: %.40q", got)
+	}
+	s.Add(strings.Repeat("y", MaxSecretLen+1))
+	if s.Len() != 10 {
+		t.Errorf("a value over MaxSecretLen was kept (Len = %d)", s.Len())
+	}
+}
+
+// TestScrubMatchesReplacer compares Scrub with a strings.Replacer built
+// over the same values, longest first (the former implementation).
+func TestScrubMatchesReplacer(t *testing.T) {
+	vals := []string{"abcdef", "abcdefgh", "zzzzzzzzz", "xabcdefx", "000000", "0000000000"}
+	texts := []string{"", "abcdef", "abcdefgh!", "xxabcdefxx", "0000000000000", "a abcdeg abcdefg", "zzzzzzzzzzzzzzzzzz", "no secret here at all"}
+	s := NewSecrets(0)
+	s.Add(vals...)
+	sorted := slices.Clone(vals)
+	slices.SortFunc(sorted, byLenDesc)
+	var pairs []string
+	for _, v := range sorted {
+		pairs = append(pairs, v, Redacted)
+	}
+	r := strings.NewReplacer(pairs...)
+	for _, tt := range texts {
+		if got, want := s.Scrub(tt), r.Replace(tt); got != want {
+			t.Errorf("Scrub(%q) = %q, want %q", tt, got, want)
+		}
+	}
+}
+
+// TestAddIsIncremental: with many values held, adding one more and
+// scrubbing does not rebuild anything over all of them: the allocations of
+// an Add are the same with 10 and with 5,000 values held.
+func TestAddIsIncremental(t *testing.T) {
+	allocs := func(n int) float64 {
+		s := NewSecrets(n + 200)
+		for i := range n {
+			s.Add(fmt.Sprintf("held-secret-%06d", i))
+		}
+		i := 0
+		return testing.AllocsPerRun(100, func() {
+			i++
+			s.Add(fmt.Sprintf("new-secret-%06d", i))
+			_ = s.Scrub("a log line with new-secret-000001 in it")
+		})
+	}
+	small, large := allocs(10), allocs(5000)
+	if large > small+2 {
+		t.Fatalf("Add+Scrub allocations grow with the set: %.0f with 10 values, %.0f with 5,000", small, large)
+	}
+}
+
+// FuzzScrubMatchesReplacer checks Scrub against strings.Replacer for two
+// secrets.
+func FuzzScrubMatchesReplacer(f *testing.F) {
+	f.Add("xx abcdefgh abcdef", "abcdef", "abcdefgh")
+	f.Add("aaaaaaaaaaaa", "aaaaaa", "aaaaaaa")
+	f.Fuzz(func(t *testing.T, text, a, b string) {
+		s := NewSecrets(4)
+		s.Add(a, b)
+		var vals []string
+		for _, v := range []string{a, b} {
+			if len(v) >= MinSecretLen && len(v) <= MaxSecretLen && !slices.Contains(vals, v) {
+				vals = append(vals, v)
+			}
+		}
+		slices.SortFunc(vals, byLenDesc)
+		var pairs []string
+		for _, v := range vals {
+			pairs = append(pairs, v, Redacted)
+		}
+		want := text
+		if len(pairs) > 0 {
+			want = strings.NewReplacer(pairs...).Replace(text)
+		}
+		if got := s.Scrub(text); got != want {
+			t.Fatalf("Scrub(%q) with %q, %q = %q, want %q", text, a, b, got, want)
 		}
 	})
 }

@@ -17,34 +17,82 @@ const Redacted = "[REDACTED]"
 // DefaultMaxSecrets is the default capacity of a [Secrets] set.
 const DefaultMaxSecrets = 10000
 
+// DefaultMaxSecretBytes is the default bound on the bytes of the values a
+// [Secrets] set holds (4 MiB).
+const DefaultMaxSecretBytes = 4 << 20
+
 // MinSecretLen is the shortest value [Secrets.Add] keeps: shorter values would
 // scrub common words.
 const MinSecretLen = 6
 
-// Secrets is a bounded, concurrency-safe set of secret values to scrub. When
-// the set is full, adding a value drops the oldest one. The zero value is not
-// usable; call [NewSecrets]. A nil *Secrets scrubs nothing.
-type Secrets struct {
-	max int
+// MaxSecretLen is the longest value [Secrets.Add] keeps (64 KiB). Callers
+// refuse longer secret input before it reaches the set (the connector SDK
+// bounds sign-in form values well below it), so that one value cannot
+// displace the others.
+const MaxSecretLen = 64 << 10
 
-	mu    sync.RWMutex
-	order *list.List               // oldest first; values are strings
-	index map[string]*list.Element // value -> its element in order
-	// repl is the replacer of the current set, rebuilt lazily after a change.
-	repl *strings.Replacer
+// filterBits is the log2 of the size of the prefix filter.
+const filterBits = 14
+
+// Secrets is a bounded, concurrency-safe set of secret values to scrub,
+// bounded in count and in bytes. When the set is full, adding a value drops
+// the oldest ones. Adding and removing a value costs time in the number of
+// values sharing its first MinSecretLen bytes, not in the size of the set:
+// values are indexed by their first MinSecretLen bytes, and [Secrets.Scrub]
+// slides a window of that size over the text, testing a small counting
+// filter before the index. The zero value is not usable; call [NewSecrets].
+// A nil *Secrets scrubs nothing.
+type Secrets struct {
+	max      int
+	maxBytes int
+
+	mu     sync.RWMutex
+	order  *list.List               // oldest first; values are strings
+	index  map[string]*list.Element // value -> its element in order
+	bytes  int                      // total bytes of the values held
+	bucket map[uint64][]string      // first MinSecretLen bytes -> values, longest first
+	filter []uint32                 // counts of values per filter slot of their prefix
 }
 
 // NewSecrets returns an empty set holding at most max values
-// (DefaultMaxSecrets when max <= 0).
+// (DefaultMaxSecrets when max <= 0) of at most DefaultMaxSecretBytes bytes
+// in all.
 func NewSecrets(max int) *Secrets {
+	return NewSecretsBytes(max, 0)
+}
+
+// NewSecretsBytes returns an empty set holding at most max values
+// (DefaultMaxSecrets when max <= 0) of at most maxBytes bytes in all
+// (DefaultMaxSecretBytes when maxBytes <= 0).
+func NewSecretsBytes(max, maxBytes int) *Secrets {
 	if max <= 0 {
 		max = DefaultMaxSecrets
 	}
-	return &Secrets{max: max, order: list.New(), index: make(map[string]*list.Element)}
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxSecretBytes
+	}
+	return &Secrets{
+		max: max, maxBytes: maxBytes, order: list.New(), index: make(map[string]*list.Element),
+		bucket: make(map[uint64][]string), filter: make([]uint32, 1<<filterBits),
+	}
 }
 
-// Add records values as secrets. Values shorter than MinSecretLen bytes are
-// ignored; adding a known value makes it the newest.
+// prefixKey packs the first MinSecretLen bytes of v (len(v) >= MinSecretLen)
+// into an integer.
+func prefixKey(v string) uint64 {
+	var k uint64
+	for i := range MinSecretLen {
+		k = k<<8 | uint64(v[i])
+	}
+	return k
+}
+
+// slot maps a prefix key to its filter slot.
+func slot(k uint64) uint64 { return (k * 0x9E3779B97F4A7C15) >> (64 - filterBits) }
+
+// Add records values as secrets. Values shorter than MinSecretLen or longer
+// than MaxSecretLen bytes are ignored; adding a known value makes it the
+// newest.
 func (s *Secrets) Add(values ...string) {
 	if s == nil {
 		return
@@ -52,21 +100,55 @@ func (s *Secrets) Add(values ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, v := range values {
-		if len(v) < MinSecretLen {
+		if len(v) < MinSecretLen || len(v) > MaxSecretLen {
 			continue
 		}
 		if e, ok := s.index[v]; ok {
 			s.order.MoveToBack(e)
 			continue
 		}
+		v = strings.Clone(v) // never pin a larger string the value was cut from
 		s.index[v] = s.order.PushBack(v)
-		s.repl = nil
-		for s.order.Len() > s.max {
-			oldest := s.order.Front()
-			s.order.Remove(oldest)
-			delete(s.index, oldest.Value.(string))
+		s.bytes += len(v)
+		k := prefixKey(v)
+		b := s.bucket[k]
+		i, _ := slices.BinarySearchFunc(b, v, byLenDesc)
+		s.bucket[k] = slices.Insert(b, i, v)
+		s.filter[slot(k)]++
+		for s.order.Len() > s.max || (s.bytes > s.maxBytes && s.order.Len() > 1) {
+			s.removeLocked(s.order.Front().Value.(string))
 		}
 	}
+}
+
+// byLenDesc orders values longest first, then by content.
+func byLenDesc(a, b string) int {
+	if len(a) != len(b) {
+		return len(b) - len(a)
+	}
+	return strings.Compare(a, b)
+}
+
+// removeLocked forgets v; the caller holds s.mu for writing.
+func (s *Secrets) removeLocked(v string) {
+	e, ok := s.index[v]
+	if !ok {
+		return
+	}
+	s.order.Remove(e)
+	delete(s.index, v)
+	s.bytes -= len(v)
+	k := prefixKey(v)
+	b := s.bucket[k]
+	if i, found := slices.BinarySearchFunc(b, v, byLenDesc); found {
+		b = slices.Delete(b, i, i+1)
+	}
+	if len(b) == 0 {
+		delete(s.bucket, k)
+	} else {
+		s.bucket[k] = b
+	}
+	s.filter[slot(k)]--
 }
 
 // Remove forgets values (for example a token that was revoked).
@@ -77,11 +159,7 @@ func (s *Secrets) Remove(values ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, v := range values {
-		if e, ok := s.index[v]; ok {
-			s.order.Remove(e)
-			delete(s.index, v)
-			s.repl = nil
-		}
+		s.removeLocked(v)
 	}
 }
 
@@ -95,54 +173,71 @@ func (s *Secrets) Len() int {
 	return len(s.index)
 }
 
-// Scrub replaces every known secret in text with "[REDACTED]". When one
-// secret contains another, the longer one is replaced first.
-func (s *Secrets) Scrub(text string) string {
-	if s == nil || text == "" {
-		return text
+// Bytes returns the total bytes of the values held.
+func (s *Secrets) Bytes() int {
+	if s == nil {
+		return 0
 	}
-	r := s.replacer()
-	if r == nil {
-		return text
-	}
-	return r.Replace(text)
-}
-
-// replacer returns the replacer of the current set, building it if needed;
-// nil when the set is empty.
-func (s *Secrets) replacer() *strings.Replacer {
 	s.mu.RLock()
-	r, n := s.repl, len(s.index)
-	s.mu.RUnlock()
-	if r != nil || n == 0 {
-		return r
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.repl != nil || len(s.index) == 0 {
-		return s.repl
-	}
-	vals := make([]string, 0, len(s.index))
-	for v := range s.index {
-		vals = append(vals, v)
-	}
-	// strings.Replacer prefers earlier pairs at the same position: put
-	// longer secrets first so that a secret containing another is replaced
-	// whole.
-	sortByLenDesc(vals)
-	pairs := make([]string, 0, 2*len(vals))
-	for _, v := range vals {
-		pairs = append(pairs, v, Redacted)
-	}
-	s.repl = strings.NewReplacer(pairs...)
-	return s.repl
+	defer s.mu.RUnlock()
+	return s.bytes
 }
 
-func sortByLenDesc(vs []string) {
-	slices.SortFunc(vs, func(a, b string) int {
-		if len(a) != len(b) {
-			return len(b) - len(a)
+// Scrub replaces every known secret in text with "[REDACTED]", scanning
+// from the left; when several secrets start at one position, the longest
+// is replaced (so a secret containing another is replaced whole). It
+// allocates only when text contains a secret.
+func (s *Secrets) Scrub(text string) string {
+	if s == nil || len(text) < MinSecretLen {
+		return text
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if len(s.index) == 0 {
+		return text
+	}
+	var out strings.Builder
+	last := 0 // text[:last] is written to out (or needs no change)
+	const mask = 1<<(8*MinSecretLen) - 1
+	var k uint64
+	for i := range MinSecretLen - 1 {
+		k = k<<8 | uint64(text[i])
+	}
+	for i := 0; i+MinSecretLen <= len(text); {
+		k = (k<<8 | uint64(text[i+MinSecretLen-1])) & mask
+		if s.filter[slot(k)] != 0 {
+			if v := s.matchAt(text[i:], k); v != "" {
+				if out.Len() == 0 {
+					out.Grow(len(text))
+				}
+				out.WriteString(text[last:i])
+				out.WriteString(Redacted)
+				i += len(v)
+				last = i
+				// Restart the window after the secret.
+				k = 0
+				for j := i; j < i+MinSecretLen-1 && j < len(text); j++ {
+					k = k<<8 | uint64(text[j])
+				}
+				continue
+			}
 		}
-		return strings.Compare(a, b)
-	})
+		i++
+	}
+	if last == 0 {
+		return text
+	}
+	out.WriteString(text[last:])
+	return out.String()
+}
+
+// matchAt returns the longest secret that t starts with, whose prefix key
+// is k, or "". The caller holds s.mu.
+func (s *Secrets) matchAt(t string, k uint64) string {
+	for _, v := range s.bucket[k] {
+		if strings.HasPrefix(t, v) {
+			return v
+		}
+	}
+	return ""
 }
