@@ -372,7 +372,8 @@ func (c *Client) run(ctx context.Context, serial, service string, limit int64) (
 
 // Quote returns arg quoted for a POSIX shell: unchanged when it consists
 // only of characters no shell treats specially, else in single quotes
-// with each ' written as '\”.
+// in which each single quote ends the quoted part, is escaped with a
+// backslash and opens a new one.
 func Quote(arg string) string {
 	if arg == "" {
 		return "''"
