@@ -8,8 +8,10 @@ func (s *session) decidable(c Capability) bool {
 	switch c {
 	case CapHasSkill:
 		return s.skill.fetched
-	case CapDeclaresIMv1, CapDeclaresIMv2, CapDeclaresDevice, CapHasFormFlow, CapHasQRFlow, CapHasTools, CapAPIKeyRequired, CapToolSelected:
+	case CapDeclaresIMv1, CapDeclaresIMv2, CapDeclaresDevice, CapHasFormFlow, CapHasQRFlow, CapHasTools, CapAPIKeyRequired, CapToolSelected, CapSideEffectToolSelected:
 		return s.card != nil || s.cardError != ""
+	case CapPublishesDescriptorPush:
+		return false // decided by the aggregates probe, once every frame was observed
 	}
 	return true
 }
@@ -108,6 +110,19 @@ func (s *session) has(c Capability) (bool, string) {
 		}
 		_, ok := s.selectedTool()
 		return cardCap(ok, "the Card declares no tool "+s.opts.Tool+" (Options.Tool, --tool)")
+	case CapSideEffectToolSelected:
+		if ok, why := s.has(CapToolSelected); !ok {
+			return false, why
+		}
+		if len(s.opts.ToolArgs) == 0 {
+			return false, "no arguments given with the tool (Options.ToolArgs, --invoke TOOL --args JSON): the idempotency check invokes only an explicitly named side-effecting tool with explicit arguments"
+		}
+		return true, ""
+	case CapPublishesDescriptorPush:
+		if len(s.obs.descPushes) == 0 {
+			return false, "the Connector sent no connection.descriptor.push during the run"
+		}
+		return true, ""
 	case CapPublishesMessagePush:
 		s.awaitInbound()
 		if len(s.obs.pushes) == 0 {

@@ -53,7 +53,7 @@ func TestBrokenFixtures(t *testing.T) {
 		brk  fixture.Breakage
 		want []string
 	}{
-		{fixture.WrongErrorCodes, []string{"ws.hello-required-code", "ws.hello-card-id-mismatch-code", "envelope.invalid-json-code",
+		{fixture.WrongErrorCodes, []string{"ws.hello-required-code", "ws.hello-card-id-mismatch-code", "ws.hello-connector-id-mismatch-code", "envelope.invalid-json-code",
 			"envelope.channel-id-required-code", "envelope.unsupported-type", "channel.not-owned", "channel.unknown-code", "auth.unknown-session",
 			"tool.unauthenticated-code", "imv2.channel-not-open"}},
 		// A channel opened before hello has no connector_id, so its
@@ -85,6 +85,13 @@ func TestBrokenFixtures(t *testing.T) {
 		{fixture.ReissueChannels, nil},
 		{fixture.Unauthorized401, nil},
 		{fixture.ServeUnowned, []string{"channel.not-owned"}},
+		{fixture.LogoutKeepsAuth, []string{"auth.logout"}},
+		{fixture.BadDescriptorPush, []string{"descriptor.push"}},
+		{fixture.ProgressAfterAck, []string{"tool.progress-push"}},
+		{fixture.NoQRRefresh, []string{"auth.qr-refresh"}},
+		{fixture.RehelloAccepted, []string{"ws.hello-connector-id-mismatch", "ws.hello-connector-id-mismatch-code"}},
+		{fixture.ServeOtherChannel, []string{"transfer.download-other-channel"}},
+		{fixture.NoToolIdempotency, []string{"tool.idempotency"}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.brk), func(t *testing.T) {

@@ -13,7 +13,7 @@ func aggregateIDs() []string {
 	return []string{"ws.text-frames", "envelope.valid", "envelope.request-id", "envelope.reply-to",
 		"descriptor.schema-v2", "descriptor.valid", "descriptor.card", "descriptor.channel", "descriptor.connector-id", "descriptor.profiles-negotiated",
 		"imv2.descriptor", "imv1.descriptor", "device.descriptor", "imv2.no-internal-fields", "imv2.connector-direction",
-		"imv2.inbound-valid", "imv1.message-push", "transfer.download", "security.no-secret-leak"}
+		"imv2.inbound-valid", "imv1.message-push", "transfer.download", "transfer.download-other-channel", "descriptor.push", "security.no-secret-leak"}
 }
 
 // findings records the verdict of a requirement that holds for everything
@@ -56,6 +56,7 @@ func probeAggregates(ctx context.Context, s *session, r *recorder) {
 
 	if s.card != nil {
 		judgeDescriptors(s, r)
+		judgePushes(s, r)
 	} else {
 		r.skipRest("no usable Card")
 	}
@@ -72,6 +73,45 @@ func probeAggregates(ctx context.Context, s *session, r *recorder) {
 	if r.want("transfer.download") {
 		probeDownloads(ctx, s, r)
 	}
+	if r.want("transfer.download-other-channel") {
+		probeDownloadOtherChannel(ctx, s, r)
+	}
+}
+
+// judgePushes checks every connection.descriptor.push of the run (section
+// 8.17): a valid Descriptor, consistent with the Card, naming the channel
+// of its envelope and the connection's connector_id.
+func judgePushes(s *session, r *recorder) {
+	if len(s.obs.descPushes) == 0 {
+		return // the runner skips descriptor.push with the reason
+	}
+	var fs []finding
+	for _, ob := range s.obs.descPushes {
+		if ob.desc == nil {
+			add(&fs, "pushed Descriptor does not decode", ob.packet)
+			continue
+		}
+		d := ob.desc
+		schemaInput := ob.raw
+		if rawSchema(ob.raw) == protocol.DescriptorSchemaV1 {
+			if b, err := json.Marshal(d); err == nil {
+				schemaInput = b // judged as xAgent reads it; descriptor.schema-v2 covers v1
+			}
+		}
+		vs := append(protocol.ValidateSchema(protocol.SchemaDescriptor, schemaInput), protocol.ValidateDescriptor(d)...)
+		vs = append(vs, protocol.ValidateDescriptorAgainstCard(d, s.card, "")...)
+		switch {
+		case len(vs) > 0:
+			add(&fs, vs.Error(), ob.packet)
+		case ob.channel == "":
+			add(&fs, "connection.descriptor.push without an envelope connector_channel_id", ob.packet)
+		case d.Connection.ConnectorChannelID != ob.channel:
+			add(&fs, fmt.Sprintf("pushed Descriptor names channel %q, its envelope %q", d.Connection.ConnectorChannelID, ob.channel), ob.packet)
+		case ob.connectorID != "" && d.Connection.ConnectorID != ob.connectorID:
+			add(&fs, fmt.Sprintf("pushed Descriptor names connector_id %q on a connection with connector_id %q", d.Connection.ConnectorID, ob.connectorID), ob.packet)
+		}
+	}
+	findings(r, "descriptor.push", "pushed Descriptors valid and naming their own channel and connector_id", fs)
 }
 
 // judgeDescriptors checks every Descriptor the run saw.

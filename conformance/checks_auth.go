@@ -143,3 +143,66 @@ func mustJSON(v string) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
 }
+
+// probeLogout signs the run's channel out with auth.logout as the last
+// scenario, after every other check used the signed-in channel (section
+// 8.13): on a new connection with the sign-in's connector_id that reopens
+// the channel (adopting a reissued id), since the aggregates probe closed
+// the others. The ack must say ok, and neither its Descriptor nor a
+// connection.descriptor.get afterwards may show the channel signed in.
+// When it succeeds, the run's final sign-out has nothing left to do.
+func probeLogout(ctx context.Context, s *session, r *recorder) {
+	if !needCard(s, r) {
+		return
+	}
+	ch, connectorID := s.signIn.channel, s.signIn.connectorID
+	if ch == "" {
+		r.skipRest("no signed-in channel to sign out")
+		return
+	}
+	c, err := s.openHello(ctx, connectorID)
+	if err != nil {
+		r.skipRest("no connection to sign the channel out on: " + err.Error())
+		return
+	}
+	f, ack, err := s.openChannel(ctx, c, ch)
+	if err != nil || ack == nil {
+		r.skipRest("the signed-in channel did not reopen: " + describe(f, err))
+		return
+	}
+	if ack.ConnectorChannelID != "" && ack.ConnectorChannelID != ch {
+		ch = ack.ConnectorChannelID // reissued on reopen (section 8.3)
+		s.signIn.channel = ch
+	}
+	f, err = c.request(ctx, c.newEnvelope(protocol.TypeAuthLogout, ch, protocol.EmptyPayload{}))
+	packet := s.redact(string(f.data))
+	var la protocol.AuthLogoutAckPayload
+	if err != nil || f.env.Type != protocol.TypeAuthLogoutAck || f.env.Error != nil || f.env.DecodePayload(&la) != nil || la.Status != "ok" {
+		actual := describe(f, err)
+		if err == nil && f.env.Type == protocol.TypeAuthLogoutAck && f.env.Error == nil {
+			actual = fmt.Sprintf("auth.logout.ack with status %q", la.Status)
+		}
+		r.fail("auth.logout", "auth.logout.ack with status ok", actual, packet)
+		return
+	}
+	if d := la.ConnectionDescriptor; d != nil {
+		protocol.NormalizeDescriptor(d)
+		if d.Authenticated() {
+			r.fail("auth.logout", "a Descriptor that is no longer signed in", "auth.logout.ack Descriptor status "+d.Connection.Status, packet)
+			return
+		}
+	}
+	f, err = c.request(ctx, c.newEnvelope(protocol.TypeDescriptorGet, ch, protocol.EmptyPayload{}))
+	var dp protocol.DescriptorPayload
+	if err == nil && f.env.Type == protocol.TypeDescriptorGetAck && f.env.Error == nil && f.env.DecodePayload(&dp) == nil && dp.ConnectionDescriptor != nil {
+		protocol.NormalizeDescriptor(dp.ConnectionDescriptor)
+		if dp.ConnectionDescriptor.Authenticated() {
+			r.fail("auth.logout", "connection.descriptor.get after auth.logout shows the channel not signed in",
+				"Descriptor status "+dp.ConnectionDescriptor.Connection.Status, s.redact(string(f.data)))
+			return
+		}
+	}
+	r.pass("auth.logout")
+	s.signIn.channel = ""
+	fmt.Fprintf(s.opts.out(), "signed channel %s out (auth.logout)\n", ch)
+}

@@ -143,7 +143,7 @@ func probeAuthBasics(ctx context.Context, s *session, r *recorder) {
 		code, _ := rejection(f, err)
 		r.check("auth.unknown-session", code == string(protocol.CodeAuthSessionNotFound), "error code auth_session_not_found", describe(f, err), s.redact(string(f.data)))
 	}
-	if r.any("auth.qr-start", "auth.cancel") {
+	if r.any("auth.qr-start", "auth.qr-refresh", "auth.cancel") {
 		flow := s.flowOfType(protocol.AuthFlowQRLogin)
 		// Use a channel of its own, so that the main channel stays unauthenticated.
 		ch, err := s.newChannel(ctx, c)
@@ -161,8 +161,23 @@ func probeAuthBasics(ctx context.Context, s *session, r *recorder) {
 		r.check("auth.qr-start", valid, "auth.start.ack with auth_session_id, a valid status and qr_code_text or qr_code_image",
 			describe(f, err)+fmt.Sprintf(" status %q session %q", st.Status, st.AuthSessionID), packet)
 		if !ok || st.AuthSessionID == "" {
+			r.skip("auth.qr-refresh", "no auth session to refresh (see auth.qr-start)")
 			r.skip("auth.cancel", "no auth session to cancel")
 			return
+		}
+		if r.want("auth.qr-refresh") {
+			if st.Status == protocol.AuthAuthenticated {
+				r.skip("auth.qr-refresh", "the QR session was signed in at once")
+			} else {
+				f, err = c.request(ctx, c.newEnvelope(protocol.TypeAuthStatus, ch, protocol.AuthStatusPayload{FlowID: flow.ID, AuthSessionID: st.AuthSessionID, Refresh: true}))
+				var rs protocol.AuthStatePayload
+				ok := err == nil && f.env.Type == protocol.TypeAuthStatusAck && f.env.Error == nil && f.env.DecodePayload(&rs) == nil &&
+					oneOf(rs.Status, protocol.AuthPending, protocol.AuthScanned, protocol.AuthAuthenticated, protocol.AuthUnauthenticated,
+						protocol.AuthExpired, protocol.AuthQRRefreshRequired, protocol.AuthFailed) &&
+					(!oneOf(rs.Status, protocol.AuthPending, protocol.AuthQRRefreshRequired) || rs.QRCodeText != "" || rs.QRCodeImage != "")
+				r.check("auth.qr-refresh", ok, "auth.status.ack without an error, a valid status and, while pending, qr_code_text or qr_code_image",
+					describe(f, err)+fmt.Sprintf(" status %q", rs.Status), s.redact(string(f.data)))
+			}
 		}
 		f, err = c.request(ctx, c.newEnvelope(protocol.TypeAuthCancel, ch, protocol.AuthCancelPayload{AuthSessionID: st.AuthSessionID}))
 		var ca protocol.AuthCancelAckPayload

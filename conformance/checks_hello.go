@@ -74,6 +74,49 @@ func probeHelloRejections(ctx context.Context, s *session, r *recorder) {
 			r.check(v.ids[1], code == v.wantErr, "error code "+v.wantErr, describe(f, err), packet)
 		}
 	}
+	if r.any("ws.hello-connector-id-mismatch", "ws.hello-connector-id-mismatch-code") {
+		probeRehello(ctx, s, r)
+	}
+}
+
+// probeRehello completes hello on two connections, then sends a second
+// hello on the first naming the second's connector_id: a connection
+// belongs to one connector_id (sections 3 and 8.23).
+func probeRehello(ctx context.Context, s *session, r *recorder) {
+	a, err := s.openHello(ctx, "")
+	if err != nil {
+		r.skipRest("no first connection: " + err.Error())
+		return
+	}
+	defer a.close()
+	b, err := s.openHello(ctx, "")
+	if err != nil {
+		r.skipRest("no second connection: " + err.Error())
+		return
+	}
+	defer b.close()
+	other := b.helloAck.ConnectorID
+	if other == a.helloAck.ConnectorID {
+		// One connector_id for every connection: name one it never issued.
+		other = "conn_conformance_other_" + runTag(s)
+	}
+	env := a.newEnvelope(protocol.TypeHello, "", s.helloPayload(other))
+	var f frame
+	if err = a.send(ctx, env); err == nil {
+		f, err = a.await(ctx, s.opts.timeout(), func(f frame) bool {
+			return f.env != nil && (answers(f, env) || f.env.Type == protocol.TypeError)
+		})
+	}
+	code, rejected := rejection(f, err)
+	packet := s.redact(string(f.data))
+	actual := describe(f, err)
+	if !rejected && f.env != nil && f.env.Type == protocol.TypeHelloAck {
+		var ack protocol.HelloAckPayload
+		_ = f.env.DecodePayload(&ack)
+		actual = fmt.Sprintf("connector.hello.ack with connector_id %q on a connection of %q", ack.ConnectorID, a.helloAck.ConnectorID)
+	}
+	r.check("ws.hello-connector-id-mismatch", rejected, "an error packet or a closed connection, no hello.ack", actual, packet)
+	r.check("ws.hello-connector-id-mismatch-code", code == string(protocol.CodeConnectorIDMismatch), "error code connector_id_mismatch", actual, packet)
 }
 
 // probeMain opens the suite's main connection and channel, which later

@@ -1,8 +1,11 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"time"
 
 	"github.com/xconn/xconn/protocol"
 )
@@ -30,7 +33,10 @@ func (s *session) invokeArgs(ch string) json.RawMessage {
 
 // probeToolInvoke invokes the tool selected by Options.Tool, with
 // Options.ToolArgs, on the signed-in channel. Without a selected tool the
-// runner has skipped tool.invoke already (capability tool-selected).
+// runner has skipped tool.invoke already (capability tool-selected). The
+// tool.progress.push packets of that call are judged by
+// tool.progress-push; with arguments given (side-effect-tool-selected) the
+// call is repeated once with the same tool_call_id for tool.idempotency.
 func probeToolInvoke(ctx context.Context, s *session, r *recorder) {
 	if !needPrimary(s, r) {
 		return
@@ -45,24 +51,123 @@ func probeToolInvoke(ctx context.Context, s *session, r *recorder) {
 		return
 	}
 	if !s.authDesc.ToolAvailable(tool.ToolID) {
-		r.skip("tool.invoke", "the signed-in Descriptor does not mark tool "+tool.ToolID+" available")
+		r.skipRest("the signed-in Descriptor does not mark tool " + tool.ToolID + " available")
 		return
 	}
 	c := s.primary
-	env := c.newEnvelope(protocol.TypeToolInvoke, s.channelID, protocol.ToolInvokePayload{ToolID: tool.ToolID,
-		Arguments: s.invokeArgs(s.channelID), Context: &protocol.ToolContext{ToolCallID: "call_conformance_" + runTag(s)}})
-	if err := c.send(ctx, env); err != nil {
-		r.skip("tool.invoke", err.Error())
+	callID := "call_conformance_" + runTag(s)
+	first := s.invokeOnce(ctx, c, tool.ToolID, callID)
+	ok = first.err == nil && first.f.env.Type == protocol.TypeToolInvokeAck &&
+		((first.f.env.Error != nil && first.f.env.Error.Code != "") || (first.f.env.Error == nil && first.ack.ToolID == tool.ToolID))
+	r.check("tool.invoke", ok, "tool.invoke.ack with tool_id "+tool.ToolID+" or an error code", describe(first.f, first.err), s.redact(string(first.f.data)))
+	if first.err != nil {
+		r.skipRest("no tool.invoke.ack: " + first.err.Error())
 		return
 	}
-	f, err := c.await(ctx, 3*s.opts.timeout(), func(f frame) bool { return answers(f, env) && f.env.Type != protocol.TypeToolProgressPush })
-	if err == nil {
-		s.observeAnswer(env, f)
+	if r.want("tool.progress-push") {
+		// A progress event after the terminal ack (section 8.20) shows
+		// only if the suite looks a little longer.
+		late, _ := c.await(ctx, lateProgressWait(s), func(f frame) bool {
+			return f.env != nil && f.env.Type == protocol.TypeToolProgressPush && f.env.ConnectorChannelID == s.channelID
+		})
+		var fs []finding
+		for _, p := range first.progress {
+			fs = append(fs, progressProblems(s, p, tool.ToolID)...)
+		}
+		if late.env != nil {
+			add(&fs, "tool.progress.push after tool.invoke.ack", s.redact(string(late.data)))
+		}
+		if len(first.progress) == 0 && late.env == nil {
+			r.skip("tool.progress-push", "the Connector sent no tool.progress.push for the invocation")
+		} else {
+			findings(r, "tool.progress-push", "tool.progress.push naming the tool and channel, before tool.invoke.ack", fs)
+		}
 	}
-	var p protocol.ToolInvokeAckPayload
-	ok = err == nil && f.env.Type == protocol.TypeToolInvokeAck &&
-		((f.env.Error != nil && f.env.Error.Code != "") || (f.env.Error == nil && f.env.DecodePayload(&p) == nil && p.ToolID == tool.ToolID))
-	r.check("tool.invoke", ok, "tool.invoke.ack with tool_id "+tool.ToolID+" or an error code", describe(f, err), s.redact(string(f.data)))
+	if r.want("tool.idempotency") {
+		if first.f.env.Error != nil {
+			r.skip("tool.idempotency", "the first invocation failed with "+first.f.env.Error.Code+": a repeat shows nothing")
+			return
+		}
+		again := s.invokeOnce(ctx, c, tool.ToolID, callID)
+		switch {
+		case again.err != nil:
+			r.fail("tool.idempotency", "tool.invoke.ack for the repeated call", again.err.Error(), "")
+		case again.f.env.Type != protocol.TypeToolInvokeAck:
+			r.fail("tool.idempotency", "tool.invoke.ack for the repeated call", describe(again.f, nil), s.redact(string(again.f.data)))
+		case again.f.env.Error != nil:
+			r.pass("tool.idempotency")
+			r.note("tool.idempotency", "the repeat was refused with "+again.f.env.Error.Code)
+		default:
+			same := bytes.Equal(compactJSON(first.ack.Result), compactJSON(again.ack.Result))
+			r.check("tool.idempotency", same, "the first result again: "+s.redact(string(first.ack.Result)),
+				"another result, so the tool ran again: "+string(again.ack.Result), s.redact(string(again.f.data)))
+		}
+	}
+}
+
+// invocation is one tool.invoke of the suite and what answered it.
+type invocation struct {
+	f        frame
+	err      error
+	ack      protocol.ToolInvokeAckPayload
+	progress []frame // tool.progress.push packets received before the ack
+}
+
+// invokeOnce invokes toolID with the run's arguments on the main channel
+// and waits for its ack, collecting the progress pushes before it.
+func (s *session) invokeOnce(ctx context.Context, c *wsConn, toolID, callID string) invocation {
+	env := c.newEnvelope(protocol.TypeToolInvoke, s.channelID, protocol.ToolInvokePayload{ToolID: toolID,
+		Arguments: s.invokeArgs(s.channelID), Context: &protocol.ToolContext{ToolCallID: callID}})
+	var inv invocation
+	if inv.err = c.send(ctx, env); inv.err != nil {
+		return inv
+	}
+	inv.f, inv.err = c.await(ctx, 3*s.opts.timeout(), func(f frame) bool {
+		if f.env != nil && f.env.Type == protocol.TypeToolProgressPush {
+			if f.env.ConnectorChannelID == s.channelID && len(inv.progress) < maxFindings {
+				inv.progress = append(inv.progress, f)
+			}
+			return false
+		}
+		return answers(f, env)
+	})
+	if inv.err == nil {
+		s.observeAnswer(env, inv.f)
+		if inv.f.env.Error == nil {
+			_ = inv.f.env.DecodePayload(&inv.ack) // a payload that does not decode has no tool_id: tool.invoke fails
+		}
+	}
+	return inv
+}
+
+// lateProgressWait is how long the suite listens for a tool.progress.push
+// after the tool.invoke.ack: a quarter of the timeout, at most a second.
+func lateProgressWait(s *session) time.Duration {
+	return min(s.opts.timeout()/4, time.Second)
+}
+
+// progressProblems checks one tool.progress.push received before the ack.
+func progressProblems(s *session, f frame, toolID string) []finding {
+	var fs []finding
+	var p protocol.ToolProgressPayload
+	packet := s.redact(string(f.data))
+	switch {
+	case f.env.DecodePayload(&p) != nil:
+		add(&fs, "tool.progress.push payload does not decode", packet)
+	case p.ToolID != toolID:
+		add(&fs, fmt.Sprintf("tool.progress.push names tool_id %q, the call %q", p.ToolID, toolID), packet)
+	}
+	return fs
+}
+
+// compactJSON returns raw without insignificant whitespace (raw itself
+// when it is not JSON).
+func compactJSON(raw json.RawMessage) []byte {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
 }
 
 // unauthTool returns the tool and arguments tool.unauthenticated invokes on

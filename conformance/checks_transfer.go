@@ -139,6 +139,39 @@ func probeDownloads(ctx context.Context, s *session, r *recorder) {
 	r.check("transfer.download", len(bad) == 0, "2xx raw bytes with a Content-Type", strings.Join(bad, "; "), "")
 }
 
+// probeDownloadOtherChannel asks for each published file by its fixed
+// endpoint GET /files/refs/{file_ref}, without the download_url's query
+// (its signed token), with the API key and the channel header of another
+// channel: section 5.2 answers 403 when the file_ref does not match the
+// channel. 401 and 404 are refusals too; only the file's bytes (2xx) fail.
+func probeDownloadOtherChannel(ctx context.Context, s *session, r *recorder) {
+	other := s.closedChannel
+	if other == "" {
+		other = "cch_conformance_other_" + runTag(s)
+	}
+	var bad []string
+	seen := map[string]bool{}
+	for _, f := range s.obs.files {
+		if f.FileRef == "" || seen[f.FileRef] {
+			continue
+		}
+		seen[f.FileRef] = true
+		u := s.endpoint(protocol.PathFileRefsPrefix + url.PathEscape(f.FileRef))
+		res, err := s.do(ctx, http.MethodGet, u, s.opts.APIKey, http.Header{protocol.HeaderChannelID: {other}}, nil)
+		switch {
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("%s: %v", f.FileRef, err))
+		case res.status/100 == 2:
+			bad = append(bad, fmt.Sprintf("%s for channel %s: %s", redactURL(u), other, res.String()))
+		}
+	}
+	if len(seen) == 0 {
+		r.skip("transfer.download-other-channel", "no published file has a file_ref")
+		return
+	}
+	r.check("transfer.download-other-channel", len(bad) == 0, "403 (or another refusal) for a file_ref of another channel", strings.Join(bad, "; "), "")
+}
+
 // resolve resolves a download_url by RFC 3986 reference resolution
 // (net/url) against the Base URL, so that its query (a ?sig= token) stays
 // a query: an absolute http(s) URL is kept; an absolute path gets the Base

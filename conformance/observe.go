@@ -31,6 +31,10 @@ type observations struct {
 	internalField []finding
 	direction     []finding
 	descriptors   []descObs
+	// descPushes are the connection.descriptor.push Descriptors, judged
+	// by descriptor.push alone (section 8.17), not by the descriptor.*
+	// rules, so that one bad push is one finding.
+	descPushes []descObs
 	inbound       []inboundChat
 	pushes        []frame
 	files         []protocol.ChatFile
@@ -152,8 +156,12 @@ func (s *session) observeDescriptor(w *wsConn, e *protocol.Envelope, packet stri
 	if w.helloAck != nil {
 		ob.connectorID = w.helloAck.ConnectorID
 	}
-	if len(s.obs.descriptors) < 4*maxFindings {
-		s.obs.descriptors = append(s.obs.descriptors, ob)
+	list := &s.obs.descriptors
+	if e.Type == protocol.TypeDescriptorPush {
+		list = &s.obs.descPushes
+	}
+	if len(*list) < 4*maxFindings {
+		*list = append(*list, ob)
 	}
 }
 

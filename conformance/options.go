@@ -71,7 +71,9 @@ type Options struct {
 	// without Tool, tool.invoke is skipped. Tool also picks the tool that
 	// tool.unauthenticated invokes on a channel that is not signed in
 	// (default: the Card's first tool, with connector_channel_id as its only
-	// argument).
+	// argument). With ToolArgs given too, tool.idempotency repeats the call
+	// once with the same tool_call_id and arguments: name a side-effecting
+	// tool, whose repeat must not run again.
 	Tool string
 	// ToolArgs are the arguments of Tool: a JSON object, or empty for none.
 	// The suite sets its connector_channel_id member to the channel it

@@ -133,7 +133,9 @@ func TestWithoutHookAndTool(t *testing.T) {
 
 // TestToolOption: with Options.Tool the suite invokes that tool once on the
 // signed-in channel with Options.ToolArgs, connector_channel_id set to that
-// channel; a tool the Card lacks is a skip.
+// channel, and repeats that call once (same tool_call_id) for
+// tool.idempotency, only when it is selected; a tool the Card lacks is a
+// skip.
 func TestToolOption(t *testing.T) {
 	fx, base := startFixtureServer(t, fixture.Options{APIKey: testKey})
 	opts := formOptions()
@@ -156,9 +158,27 @@ func TestToolOption(t *testing.T) {
 			signedIn = append(signedIn, inv)
 		}
 	}
-	if len(signedIn) != 1 || signedIn[0].ToolID != fixture.ToolID {
-		t.Errorf("signed-in invocations %+v, want exactly one of %s", signedIn, fixture.ToolID)
+	if len(signedIn) != 2 || signedIn[0].ToolID != fixture.ToolID || signedIn[1].ToolID != fixture.ToolID ||
+		string(signedIn[0].Arguments) != string(signedIn[1].Arguments) {
+		t.Errorf("signed-in invocations %+v, want one of %s and its repeat", signedIn, fixture.ToolID)
 	}
+	if res, _ := rep.Result("tool.idempotency"); res.Status != conformance.Pass {
+		t.Errorf("tool.idempotency: %+v", res)
+	}
+
+	fx2, base2 := startFixtureServer(t, fixture.Options{APIKey: testKey})
+	opts.Skip = []string{"tool.idempotency"}
+	check(t, base2, opts)
+	signedIn = nil
+	for _, inv := range fx2.Invocations() {
+		if inv.SignedIn {
+			signedIn = append(signedIn, inv)
+		}
+	}
+	if len(signedIn) != 1 {
+		t.Errorf("without tool.idempotency: signed-in invocations %+v, want exactly one", signedIn)
+	}
+	opts.Skip = nil
 
 	opts.Tool = "no_such_tool"
 	opts.ToolArgs = nil

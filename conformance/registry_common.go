@@ -49,6 +49,7 @@ func commonRequirements() []Requirement {
 		req("transfer.upload-channel", "5.1", Must, CapUploads, "POST /files/uploads without a channel or for an unknown channel is refused with 4xx (file_ref is bound to a channel)"),
 		req("transfer.download-unknown", "5.2", Must, CapNone, "GET /files/refs/{file_ref} answers 404 for an unknown file_ref"),
 		req("transfer.download", "5.2", Must, CapPublishesFiles, "A published download_url answers 2xx with raw bytes (not JSON) and a Content-Type"),
+		req("transfer.download-other-channel", "5.2", Must, CapPublishesFiles, "GET /files/refs/{file_ref} of a published file, without its signed URL token, with the API key and another channel's X-XAgent-Connector-Channel-ID, does not serve the file (403)"),
 		req("security.no-secret-leak", "3", Must, CapNone, "No HTTP body or packet from the Connector contains the API key or a secret auth input"),
 	}
 }

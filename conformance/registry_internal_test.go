@@ -19,7 +19,8 @@ func TestRegistryCoverage(t *testing.T) {
 	known := map[Capability]bool{CapNone: true, CapDeclaresIMv2: true, CapDeclaresIMv1: true, CapDeclaresDevice: true,
 		CapHasSkill: true, CapHasFormFlow: true, CapHasQRFlow: true, CapHasTools: true, CapHasPathPrefix: true,
 		CapAPIKeyRequired: true, CapAuthFlowSelected: true, CapHasAuthenticatedChannel: true, CapUploads: true,
-		CapPublishesChat: true, CapPublishesMessagePush: true, CapPublishesFiles: true, CapInboundHook: true, CapToolSelected: true}
+		CapPublishesChat: true, CapPublishesMessagePush: true, CapPublishesFiles: true, CapInboundHook: true, CapToolSelected: true,
+		CapPublishesDescriptorPush: true, CapSideEffectToolSelected: true}
 	reqs := Requirements()
 	seen := map[string]bool{}
 	for _, r := range reqs {

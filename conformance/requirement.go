@@ -65,6 +65,13 @@ const (
 	CapPublishesMessagePush Capability = "publishes-message-push"
 	// CapPublishesFiles: the Connector sent a message with files during the run.
 	CapPublishesFiles Capability = "publishes-files"
+	// CapPublishesDescriptorPush: the Connector sent a
+	// connection.descriptor.push during the run.
+	CapPublishesDescriptorPush Capability = "publishes-descriptor-push"
+	// CapSideEffectToolSelected: the run was given a Card tool and its
+	// arguments (Options.Tool with Options.ToolArgs, --invoke TOOL --args
+	// JSON), which the suite may invoke twice with one tool_call_id.
+	CapSideEffectToolSelected Capability = "side-effect-tool-selected"
 )
 
 // Requirement is one rule of the protocol that the suite checks. Its ID is
