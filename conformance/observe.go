@@ -35,9 +35,9 @@ type observations struct {
 	// by descriptor.push alone (section 8.17), not by the descriptor.*
 	// rules, so that one bad push is one finding.
 	descPushes []descObs
-	inbound       []inboundChat
-	pushes        []frame
-	files         []protocol.ChatFile
+	inbound    []inboundChat
+	pushes     []frame
+	files      []protocol.ChatFile
 }
 
 const maxFindings = 16
