@@ -48,6 +48,11 @@ type DB struct {
 // "postgresql://..." (pgx). Any other DSN is an error.
 func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	opts = opts.withDefaults()
+	if opts.DataDir != "" {
+		if err := SecureDir(opts.DataDir); err != nil {
+			return nil, err
+		}
+	}
 	key, err := loadKey(opts)
 	if err != nil {
 		return nil, err
@@ -105,6 +110,9 @@ func (db *DB) openSQLite(path string) error {
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return errors.New(`store: sqlite DSN needs a file path without "?" or "#"`)
 	}
+	if err := prepareSQLiteFiles(path); err != nil {
+		return err
+	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -119,10 +127,14 @@ func (db *DB) openSQLite(path string) error {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	// The writer creates the file and switches it to WAL before readers open.
+	// The writer switches the file to WAL before readers open.
 	if err := w.Ping(); err != nil {
 		w.Close()
 		return fmt.Errorf("store: open sqlite: %w", err)
+	}
+	if err := restrictSQLiteFiles(path); err != nil {
+		w.Close()
+		return err
 	}
 	q.Add("_pragma", "query_only(1)")
 	r, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
