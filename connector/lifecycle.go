@@ -27,7 +27,7 @@ func randomKey() []byte {
 // every violation), restores channels and leases from the store and starts
 // the background work (outbox delivery, lease timers, sweeper). ctx bounds
 // the start itself; the server runs until Close.
-func (s *Server) Start(ctx context.Context) error {
+func (s *Server) Start(ctx context.Context) (err error) {
 	s.mu.Lock()
 	if s.state != stateNew {
 		s.mu.Unlock()
@@ -37,6 +37,15 @@ func (s *Server) Start(ctx context.Context) error {
 		s.mu.Unlock()
 		return fmt.Errorf("connector: registration: %w", err)
 	}
+	if err := s.lockDataDir(); err != nil { // one process per DataDir
+		s.mu.Unlock()
+		return err
+	}
+	defer func() {
+		if err != nil {
+			s.unlockDataDir()
+		}
+	}()
 	if err := s.openDefaultStore(ctx); err != nil {
 		s.mu.Unlock()
 		return err
@@ -247,6 +256,7 @@ func (s *Server) Close(ctx context.Context) error {
 	s.closeClients(ctx)
 	s.removeOwnDir()
 	s.closeOwnStore()
+	s.unlockDataDir()
 	s.log.Info("connector: closed")
 	return errors.Join(errs...)
 }

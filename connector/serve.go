@@ -87,6 +87,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return err
 		}
 	}
+	s.noteServeAddr(ln.Addr().String())
 	hs := NewHTTPServer(s, s.log)
 	hs.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	s.log.Info("connector: serving", "addr", ln.Addr().String())

@@ -61,7 +61,8 @@ type Server struct {
 	inbox   *delivery.Inbox
 	asm     *delivery.Assembler
 	dataDir string
-	ownDir  bool // dataDir was created by Start and is removed by Close
+	ownDir  bool         // dataDir was created by Start and is removed by Close
+	dirLock *DataDirLock // lock of opts.DataDir from Start to Close (datadir_lock.go)
 
 	mu         sync.Mutex
 	state      serverState

@@ -62,6 +62,16 @@ func (c *Connector) postMessage(rw http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	cookie := c.cookieValue(r)
+	n := r.ContentLength
+	if n < 0 { // unknown length: charge the largest message
+		n = c.maxUpload
+	}
+	if !c.sessions.spend(cookie, n, time.Now()) {
+		c.log.Warn("webchat: upload quota exhausted", "channel", channel, "client", clientAddr(r))
+		writeJSON(rw, http.StatusTooManyRequests, apiError{"too much uploaded in a short time; wait a minute"})
+		return
+	}
 	r.Body = http.MaxBytesReader(rw, r.Body, c.maxUpload+64<<10)
 	text, file, cleanup, err := c.readMessage(r)
 	defer cleanup()
@@ -84,8 +94,8 @@ func (c *Connector) postMessage(rw http.ResponseWriter, r *http.Request) {
 		writeJSON(rw, http.StatusServiceUnavailable, apiError{"the message could not be queued; try again"})
 		return
 	}
-	if ev, err := newEvent(EventMessage, msg); err == nil {
-		c.hub.publish(channel, ev)
+	if err := c.publishMessage(r.Context(), channel, msg); err != nil {
+		c.log.Warn("webchat: show message", "channel", channel, "error", err)
 	}
 	writeJSON(rw, http.StatusAccepted, postResult{MessageID: msg.MessageID})
 }
@@ -168,13 +178,15 @@ func cleanFilename(name string) string {
 }
 
 // events serves GET <base>/api/events as Server-Sent Events: first a
-// status event, then the channel's recent messages, then live events.
+// status event, then the channel's history (or recent messages), then live
+// events, and a status event whenever the chat's state changes.
 func (c *Connector) events(rw http.ResponseWriter, r *http.Request) {
 	channel, ok := c.channelOf(rw, r)
 	if !ok {
 		return
 	}
-	sub, err := c.hub.subscribe(channel)
+	room, _ := roomOf(r)
+	sub, err := c.hub.subscribe(channel, clientAddr(r))
 	if err != nil {
 		writeJSON(rw, http.StatusServiceUnavailable, apiError{"too many open chats; try again later"})
 		return
@@ -198,18 +210,40 @@ func (c *Connector) events(rw http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush() == nil
 	}
-	state := protocol.StatusRevoked
-	if ch, err := c.srv.Channel(channel); err == nil {
-		state = ch.Status()
+	// The history is read before the first event, so that a client that
+	// waits for it sees everything it posts afterwards live. Live events
+	// that arrive meanwhile wait in sub.ch; a message in both is shown
+	// once (the page keys messages by id).
+	var past []event
+	if c.history != nil {
+		if past, err = c.history.list(r.Context(), channel); err != nil {
+			c.log.Warn("webchat: history", "channel", channel, "error", err)
+		}
 	}
-	st, _ := newEvent(EventStatus, StatusEvent{State: state})
+	last := c.chatState(r, room, channel)
+	st, _ := newEvent(EventStatus, last)
 	if !send(func() error { return writeSSE(bw, st) }) {
 		return
 	}
+	for _, ev := range past {
+		if !send(func() error { return writeSSE(bw, ev) }) {
+			return
+		}
+	}
 	tick := time.NewTicker(keepAliveEvery)
 	defer tick.Stop()
+	poll := time.NewTicker(statusPollEvery)
+	defer poll.Stop()
 	for {
 		select {
+		case <-poll.C:
+			if now := c.chatState(r, room, channel); now != last {
+				last = now
+				ev, _ := newEvent(EventStatus, now)
+				if !send(func() error { return writeSSE(bw, ev) }) {
+					return
+				}
+			}
 		case ev := <-sub.ch:
 			if !send(func() error { return writeSSE(bw, ev) }) {
 				return
@@ -235,6 +269,33 @@ func (c *Connector) events(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// Notes of the chat states, as the page shows them.
+const (
+	detailAgentOffline = "agent offline — your messages will be answered when it is back"
+	detailSignedOut    = "This chat was signed out. Sign in again with a new QR code or the room's access code."
+	detailReplaced     = "This chat was replaced by a newer sign-in. Reload the page to open it."
+)
+
+// chatState is the state of the chat the stream of r shows: channel, as
+// the browser's session resolved it for room when the stream opened.
+func (c *Connector) chatState(r *http.Request, room, channel string) StatusEvent {
+	s, ok := c.session(r)
+	switch cur := s.channelFor(room); {
+	case !ok || cur == "":
+		return StatusEvent{State: StateSignedOut, Detail: detailSignedOut}
+	case cur != channel:
+		return StatusEvent{State: StateReplaced, Detail: detailReplaced}
+	}
+	ch, err := c.srv.Channel(channel)
+	if err != nil || !ch.Authenticated() {
+		return StatusEvent{State: StateSignedOut, Detail: detailSignedOut}
+	}
+	if !ch.Served() {
+		return StatusEvent{State: StateAgentOffline, Detail: detailAgentOffline}
+	}
+	return StatusEvent{State: StateConnected}
 }
 
 // writeSSE writes one event; data is single-line JSON.

@@ -46,8 +46,26 @@ func (c *Connector) postUserMessage(ctx context.Context, channel, text string, f
 			mt = strings.TrimSpace(mt[:i])
 		}
 		ft := fileTypeOf(mt)
-		msg.Files = []connector.OutgoingFile{{Name: file.Filename, MimeType: mt, Type: ft, Content: body}}
-		ev.Files = []FileEvent{{Type: ft, Filename: file.Filename, MimeType: mt}}
+		var content io.Reader = body
+		fe := FileEvent{Type: ft, Filename: file.Filename, MimeType: mt}
+		if rs, ok := file.Body.(io.ReadSeeker); ok && inlineSafe(mt) {
+			// Media the browser sent gets a copy on the transfer plane of
+			// its own, so that the history shows it as media after a
+			// reload (the copy xAgent fetches may be gone by then).
+			if _, err := rs.Seek(0, io.SeekStart); err != nil {
+				return MessageEvent{}, fmt.Errorf("webchat: rewind upload: %w", err)
+			}
+			cf, err := ch.CacheFile(ctx, connector.OutgoingFile{Name: file.Filename, MimeType: mt, Type: ft, Content: rs})
+			if err != nil {
+				return MessageEvent{}, fmt.Errorf("webchat: keep upload: %w", err)
+			}
+			if _, err := rs.Seek(0, io.SeekStart); err != nil {
+				return MessageEvent{}, fmt.Errorf("webchat: rewind upload: %w", err)
+			}
+			content, fe.URL, fe.Size = rs, c.mediaURL(cf.FileRef), cf.ByteSize
+		}
+		msg.Files = []connector.OutgoingFile{{Name: file.Filename, MimeType: mt, Type: ft, Content: content}}
+		ev.Files = []FileEvent{fe}
 	}
 	if err := ch.Publish(ctx, msg); err != nil {
 		return MessageEvent{}, fmt.Errorf("webchat: publish: %w", err)
@@ -75,8 +93,9 @@ func (c *Connector) mediaURL(ref string) string {
 
 // onAssistantMessage shows a final assistant message on the page; it
 // replaces the message's deltas. Delivery is complete once the message is
-// in the channel's backlog and on every open stream, so it never fails.
-func (c *Connector) onAssistantMessage(_ context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
+// in the channel's history and on every open stream, so it never fails
+// (a history write that fails is logged).
+func (c *Connector) onAssistantMessage(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
 	ev := MessageEvent{MessageID: m.MessageID, From: "assistant", Text: m.Text, CreatedAt: m.CreatedAt.UnixMilli()}
 	if m.CreatedAt.IsZero() {
 		ev.CreatedAt = time.Now().UnixMilli()
@@ -84,12 +103,7 @@ func (c *Connector) onAssistantMessage(_ context.Context, ch *connector.Channel,
 	for _, f := range m.Files {
 		ev.Files = append(ev.Files, FileEvent{Type: f.Type, Filename: f.Filename, MimeType: f.MimeType, Size: f.Size, URL: c.mediaURL(f.Ref)})
 	}
-	e, err := newEvent(EventMessage, ev)
-	if err != nil {
-		return fmt.Errorf("webchat: encode message: %w", err)
-	}
-	c.hub.publish(ch.ID(), e)
-	return nil
+	return c.publishMessage(ctx, ch.ID(), ev)
 }
 
 // onAssistantDelta streams a fragment to the page.
@@ -133,7 +147,7 @@ var errEmptyText = errors.New("text or file is required")
 // sendTool is webchat_message_send: a proactive assistant message to the
 // channel's page. The SDK makes it idempotent by tool call id and has
 // already resolved the file to this channel's upload.
-func (c *Connector) sendTool(_ context.Context, call *connector.Call, in SendInput) (SendResult, error) {
+func (c *Connector) sendTool(ctx context.Context, call *connector.Call, in SendInput) (SendResult, error) {
 	text := strings.TrimSpace(in.Text)
 	if text == "" && in.File == nil {
 		return SendResult{}, protocol.Errorf(protocol.CodeInvalidArguments, "%v", errEmptyText)
@@ -146,10 +160,8 @@ func (c *Connector) sendTool(_ context.Context, call *connector.Call, in SendInp
 	if f := in.File; f != nil {
 		ev.Files = []FileEvent{{Type: f.Type, Filename: f.Filename, MimeType: f.MimeType, Size: f.Size, URL: c.mediaURL(f.Ref)}}
 	}
-	e, err := newEvent(EventMessage, ev)
-	if err != nil {
-		return SendResult{}, fmt.Errorf("webchat: encode message: %w", err)
+	if err := c.publishMessage(ctx, call.Channel.ID(), ev); err != nil {
+		return SendResult{}, err
 	}
-	c.hub.publish(call.Channel.ID(), e)
 	return SendResult{Status: "sent", MessageID: id}, nil
 }

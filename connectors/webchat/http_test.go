@@ -480,14 +480,28 @@ func TestRoomFlow(t *testing.T) {
 	if status, _ := postJSON(t, c, api+"/messages?room=other", "x"); status != http.StatusUnauthorized {
 		t.Fatalf("post to another room: %d", status)
 	}
-	// Unknown room.
-	res, err = c.Get(s.baseURL + "/webchat/rooms/nowhere")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusNotFound {
-		t.Fatalf("unknown room: %s", res.Status)
+	// An unknown room answers as an open one does: the code form, and a
+	// wrong code (room names cannot be probed).
+	for _, r := range []string{"lobby", "nowhere"} {
+		fresh := newBrowserClient(t)
+		res, err = fresh.Get(s.baseURL + "/webchat/rooms/" + r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `name="access_code"`) {
+			t.Fatalf("GET room %s: %s", r, res.Status)
+		}
+		res, err = fresh.PostForm(s.baseURL+"/webchat/rooms/"+r, url.Values{"access_code": {"guess"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "That access code is not right.") {
+			t.Fatalf("wrong code for room %s: %s\n%s", r, res.Status, body)
+		}
 	}
 	// The code appears in no log line, no Card and no Skill.
 	if strings.Contains(s.logs.String(), code) {

@@ -30,6 +30,13 @@ const (
 	DefaultClientBuffer = 64
 	// DefaultMaxClients bounds the open event streams of one process.
 	DefaultMaxClients = 1000
+	// DefaultMaxStreamsPerChannel bounds the open event streams of one
+	// channel (one QR chat or one room), so that one chat cannot take
+	// every stream of the process.
+	DefaultMaxStreamsPerChannel = 64
+	// DefaultMaxStreamsPerClient bounds the open event streams of one
+	// client address.
+	DefaultMaxStreamsPerClient = 16
 	// DefaultBacklog is the number of recent complete messages kept per
 	// channel and replayed to a browser that (re)connects.
 	DefaultBacklog = 50
@@ -39,7 +46,8 @@ const (
 )
 
 // errTooManyClients is returned by subscribe when DefaultMaxClients (or the
-// configured bound) streams are open.
+// configured bound) streams are open, or the channel's or the client's
+// share of them.
 var errTooManyClients = errors.New("webchat: too many event streams")
 
 // DeltaEvent is the data of an EventDelta: Text is the fragment with the
@@ -57,7 +65,9 @@ type FileEvent struct {
 	Filename string `json:"filename,omitempty"`
 	MimeType string `json:"mime_type,omitempty"`
 	Size     int64  `json:"size,omitempty"`
-	// URL is empty for a file the browser sent (it is shown by name).
+	// URL is empty for a file the browser sent that is not an image,
+	// audio or video (it is shown by name); media it sent has a URL so
+	// that it stays media after a reload.
 	URL string `json:"url,omitempty"`
 }
 
@@ -78,9 +88,25 @@ type ActivityEvent struct {
 	ToolName string `json:"tool_name,omitempty"`
 }
 
-// StatusEvent is the data of an EventStatus: State is "connected" while
-// the chat works and another connection status ("offline", "revoked", ...)
-// when it does not; Detail is a short human-readable note.
+// States of a StatusEvent.
+const (
+	// StateConnected: an xAgent data plane serves the channel; messages
+	// are answered now.
+	StateConnected = "connected"
+	// StateAgentOffline: the chat is signed in but no xAgent data plane
+	// serves the channel; messages are kept and answered when it is back.
+	StateAgentOffline = "agent_offline"
+	// StateSignedOut: the chat was signed out (or its channel deleted);
+	// the browser must sign in again.
+	StateSignedOut = "signed_out"
+	// StateReplaced: this browser's chat moved to another channel (a new
+	// sign-in replaced it); reloading the page opens the new one.
+	StateReplaced = "replaced"
+)
+
+// StatusEvent is the data of an EventStatus: State is one of the State*
+// constants; Detail is a short human-readable note. The stream sends one
+// first and another whenever the state changes (checked every second).
 type StatusEvent struct {
 	State  string `json:"state"`
 	Detail string `json:"detail,omitempty"`
@@ -103,6 +129,7 @@ func newEvent(typ string, v any) (event, error) {
 // subscriber is one open browser stream of one channel.
 type subscriber struct {
 	channel string
+	client  string
 	ch      chan event
 	gone    chan struct{} // closed when the hub drops the subscriber
 	once    sync.Once
@@ -120,27 +147,35 @@ type backlog struct {
 // goroutines; publishing never blocks: a subscriber whose buffer is full is
 // dropped. Safe for concurrent use.
 type hub struct {
-	clientBuf   int
-	maxClients  int
-	backlogLen  int
-	maxBacklogs int
+	clientBuf    int
+	maxClients   int
+	maxPerChan   int
+	maxPerClient int
+	backlogLen   int
+	maxBacklogs  int
+	// noBacklog: the durable history replays messages, the hub keeps none.
+	noBacklog bool
 
 	mu       sync.Mutex
 	closed   bool
 	subs     map[string]map[*subscriber]struct{}
 	nsubs    int
+	byClient map[string]int // open streams per client address
 	backlogs map[string]*backlog
 	tick     uint64
 }
 
 func newHub(clientBuf, maxClients, backlogLen, maxBacklogs int) *hub {
 	return &hub{
-		clientBuf:   orDefault(clientBuf, DefaultClientBuffer),
-		maxClients:  orDefault(maxClients, DefaultMaxClients),
-		backlogLen:  orDefault(backlogLen, DefaultBacklog),
-		maxBacklogs: orDefault(maxBacklogs, DefaultMaxBacklogChannels),
-		subs:        make(map[string]map[*subscriber]struct{}),
-		backlogs:    make(map[string]*backlog),
+		clientBuf:    orDefault(clientBuf, DefaultClientBuffer),
+		maxClients:   orDefault(maxClients, DefaultMaxClients),
+		maxPerChan:   DefaultMaxStreamsPerChannel,
+		maxPerClient: DefaultMaxStreamsPerClient,
+		byClient:     make(map[string]int),
+		backlogLen:   orDefault(backlogLen, DefaultBacklog),
+		maxBacklogs:  orDefault(maxBacklogs, DefaultMaxBacklogChannels),
+		subs:         make(map[string]map[*subscriber]struct{}),
+		backlogs:     make(map[string]*backlog),
 	}
 }
 
@@ -151,17 +186,18 @@ func orDefault(v, def int) int {
 	return v
 }
 
-// subscribe opens a stream of channel; the backlog is queued first.
-func (h *hub) subscribe(channel string) (*subscriber, error) {
+// subscribe opens a stream of channel for client (an address); the
+// backlog is queued first.
+func (h *hub) subscribe(channel, client string) (*subscriber, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return nil, errors.New("webchat: event hub closed")
 	}
-	if h.nsubs >= h.maxClients {
+	if h.nsubs >= h.maxClients || len(h.subs[channel]) >= h.maxPerChan || h.byClient[client] >= h.maxPerClient {
 		return nil, errTooManyClients
 	}
-	s := &subscriber{channel: channel, ch: make(chan event, h.clientBuf+h.backlogLen), gone: make(chan struct{})}
+	s := &subscriber{channel: channel, client: client, ch: make(chan event, h.clientBuf+h.backlogLen), gone: make(chan struct{})}
 	if b, ok := h.backlogs[channel]; ok {
 		for _, ev := range b.msgs {
 			s.ch <- ev
@@ -174,6 +210,7 @@ func (h *hub) subscribe(channel string) (*subscriber, error) {
 	}
 	m[s] = struct{}{}
 	h.nsubs++
+	h.byClient[client]++
 	return s, nil
 }
 
@@ -194,6 +231,9 @@ func (h *hub) removeLocked(s *subscriber) {
 		delete(h.subs, s.channel)
 	}
 	h.nsubs--
+	if h.byClient[s.client]--; h.byClient[s.client] <= 0 {
+		delete(h.byClient, s.client)
+	}
 	s.drop()
 }
 
@@ -205,7 +245,7 @@ func (h *hub) publish(channel string, ev event) {
 	if h.closed {
 		return
 	}
-	if ev.typ == EventMessage {
+	if ev.typ == EventMessage && !h.noBacklog {
 		h.rememberLocked(channel, ev)
 	}
 	for s := range h.subs[channel] {

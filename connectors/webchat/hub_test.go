@@ -19,7 +19,7 @@ func TestHubFanOutAndBacklog(t *testing.T) {
 	for i := range 5 {
 		h.publish("ch1", msgEvent(t, fmt.Sprint("m", i)))
 	}
-	s, err := h.subscribe("ch1")
+	s, err := h.subscribe("ch1", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,13 +37,13 @@ func TestHubFanOutAndBacklog(t *testing.T) {
 	if ev := <-s.ch; ev.typ != EventDelta {
 		t.Fatalf("got %s, want delta", ev.typ)
 	}
-	s2, _ := h.subscribe("ch1")
+	s2, _ := h.subscribe("ch1", "192.0.2.1")
 	defer h.unsubscribe(s2)
 	if n := len(s2.ch); n != 3 {
 		t.Fatalf("second subscriber got %d replayed events, want 3", n)
 	}
 	// Other channels see nothing.
-	s3, _ := h.subscribe("ch2")
+	s3, _ := h.subscribe("ch2", "192.0.2.1")
 	defer h.unsubscribe(s3)
 	if n := len(s3.ch); n != 0 {
 		t.Fatalf("other channel got %d events", n)
@@ -52,7 +52,7 @@ func TestHubFanOutAndBacklog(t *testing.T) {
 
 func TestHubDropsSlowClient(t *testing.T) {
 	h := newHub(2, 10, 1, 10)
-	s, err := h.subscribe("ch")
+	s, err := h.subscribe("ch", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,18 +79,18 @@ func TestHubDropsSlowClient(t *testing.T) {
 
 func TestHubBounds(t *testing.T) {
 	h := newHub(1, 2, 1, 2)
-	a, err := h.subscribe("a")
+	a, err := h.subscribe("a", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.subscribe("b"); err != nil {
+	if _, err := h.subscribe("b", "192.0.2.1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.subscribe("c"); err != errTooManyClients {
+	if _, err := h.subscribe("c", "192.0.2.1"); err != errTooManyClients {
 		t.Fatalf("third stream: err %v, want errTooManyClients", err)
 	}
 	h.unsubscribe(a)
-	if _, err := h.subscribe("c"); err != nil {
+	if _, err := h.subscribe("c", "192.0.2.1"); err != nil {
 		t.Fatalf("after unsubscribe: %v", err)
 	}
 	// Backlogs: at most 2 channels, least recently used evicted.
@@ -102,7 +102,7 @@ func TestHubBounds(t *testing.T) {
 		t.Fatalf("backlogs %v, want x and z", keys(h.backlogs))
 	}
 	h.close()
-	if _, err := h.subscribe("a"); err == nil {
+	if _, err := h.subscribe("a", "192.0.2.1"); err == nil {
 		t.Fatal("subscribe after close succeeded")
 	}
 }
@@ -110,14 +110,14 @@ func TestHubBounds(t *testing.T) {
 func TestHubForget(t *testing.T) {
 	h := newHub(0, 0, 0, 0)
 	h.publish("ch", msgEvent(t, "1"))
-	s, _ := h.subscribe("ch")
+	s, _ := h.subscribe("ch", "192.0.2.1")
 	h.forget("ch")
 	select {
 	case <-s.gone:
 	default:
 		t.Fatal("stream not ended by forget")
 	}
-	s2, _ := h.subscribe("ch")
+	s2, _ := h.subscribe("ch", "192.0.2.1")
 	defer h.unsubscribe(s2)
 	if len(s2.ch) != 0 {
 		t.Fatal("backlog survived forget")

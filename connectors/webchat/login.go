@@ -46,7 +46,7 @@ func (c *Connector) loginConfirm(rw http.ResponseWriter, r *http.Request) {
 		c.loginFailed(rw, r, err)
 		return
 	}
-	c.bindSession(rw, id, "", channel)
+	c.bindSession(rw, r, id, "", channel)
 	c.log.Info("webchat: browser signed in by QR", "channel", channel)
 	http.Redirect(rw, r, c.base+"/", http.StatusSeeOther)
 }

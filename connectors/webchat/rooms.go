@@ -2,6 +2,7 @@ package webchat
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -27,11 +28,13 @@ func normalizeRoom(room string) (string, bool) {
 }
 
 // roomPage serves GET <base>/rooms/<room>: the room's chat for a browser
-// that entered the access code, else the access code form.
+// that entered the access code, else the access code form. The form is
+// shown for every well-formed room name, open or not, so that room names
+// cannot be probed.
 func (c *Connector) roomPage(rw http.ResponseWriter, r *http.Request) {
 	room, ok := normalizeRoom(r.PathValue("room"))
-	if !ok || !c.roomExists(room) {
-		c.render(rw, c.pages.notice, http.StatusNotFound, pageData{Title: "Web Chat", Error: "There is no such room."})
+	if !ok {
+		c.render(rw, c.pages.notice, http.StatusNotFound, pageData{Title: "Web Chat", Error: "That is not a room name."})
 		return
 	}
 	if s, ok := c.session(r); ok && s.rooms[room] != "" {
@@ -42,12 +45,15 @@ func (c *Connector) roomPage(rw http.ResponseWriter, r *http.Request) {
 }
 
 // roomEnter serves POST <base>/rooms/<room> with form field access_code.
-// The code is compared in constant time (enterRoom) and never echoed;
-// failures are rate limited per room.
+// The code is compared in constant time (enterRoom) and never echoed. A
+// room that is not open gets the same answer as a wrong code, so that room
+// names cannot be probed. Failures are limited per client address and
+// room, and per client address, so that a stranger's wrong codes never
+// lock the room's users out.
 func (c *Connector) roomEnter(rw http.ResponseWriter, r *http.Request) {
 	room, ok := normalizeRoom(r.PathValue("room"))
 	if !ok {
-		c.render(rw, c.pages.notice, http.StatusNotFound, pageData{Title: "Web Chat", Error: "There is no such room."})
+		c.render(rw, c.pages.notice, http.StatusNotFound, pageData{Title: "Web Chat", Error: "That is not a room name."})
 		return
 	}
 	if !c.sameOrigin(r) {
@@ -59,17 +65,22 @@ func (c *Connector) roomEnter(rw http.ResponseWriter, r *http.Request) {
 		c.render(rw, c.pages.room, http.StatusBadRequest, pageData{Title: "Room " + room, Room: room, Error: "The form could not be read."})
 		return
 	}
-	if !c.limiter.allow(room, time.Now()) {
+	client := clientAddr(r)
+	roomKey, clientKey := "room\x00"+room+"\x00"+client, "client\x00"+client
+	now := time.Now()
+	if !c.limiter.allow(roomKey, now) || !c.clientLimiter.allow(clientKey, now) {
 		c.render(rw, c.pages.room, http.StatusTooManyRequests, pageData{Title: "Room " + room, Room: room, Error: "Too many wrong codes. Wait a minute and try again."})
 		return
 	}
 	channel, err := c.enterRoom(room, r.PostFormValue("access_code"))
 	switch {
-	case errors.Is(err, errNoRoom):
-		c.render(rw, c.pages.notice, http.StatusNotFound, pageData{Title: "Web Chat", Error: "There is no such room."})
-		return
-	case errors.Is(err, errWrongCode):
-		c.limiter.fail(room, time.Now())
+	case errors.Is(err, errNoRoom), errors.Is(err, errWrongCode):
+		c.log.Warn("webchat: wrong room access code", "room", room, "client", client)
+		lockRoom := c.limiter.fail(roomKey, now)
+		if c.clientLimiter.fail(clientKey, now) || lockRoom {
+			c.log.Warn("webchat: client locked out of room entry for a while", "room", room, "client", client,
+				"window", c.limiter.window)
+		}
 		c.render(rw, c.pages.room, http.StatusForbidden, pageData{Title: "Room " + room, Room: room, Error: "That access code is not right."})
 		return
 	case err != nil:
@@ -77,18 +88,33 @@ func (c *Connector) roomEnter(rw http.ResponseWriter, r *http.Request) {
 		c.render(rw, c.pages.notice, http.StatusServiceUnavailable, pageData{Title: "Web Chat", Error: "The room cannot be entered right now."})
 		return
 	}
-	c.bindSession(rw, c.cookieID(r), room, channel)
+	c.bindSession(rw, r, c.cookieID(r), room, channel)
 	http.Redirect(rw, r, c.base+"/rooms/"+room, http.StatusSeeOther)
+}
+
+// clientAddr is the client's address as the listener saw it (the IP
+// without the port). Behind a reverse proxy every client shares the
+// proxy's address, and the per-client limits apply to them together.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // Defaults of the access-code attempt limiter.
 const (
-	// DefaultMaxCodeFailures is the number of wrong access codes a room
-	// accepts per window before it refuses attempts until the window ends.
+	// DefaultMaxCodeFailures is the number of wrong access codes one
+	// client address may enter for one room per window before its
+	// attempts at that room are refused until the window ends.
 	DefaultMaxCodeFailures = 10
+	// DefaultMaxClientCodeFailures is the number of wrong access codes
+	// one client address may enter over all rooms per window.
+	DefaultMaxClientCodeFailures = 30
 	// DefaultCodeFailureWindow is the window of DefaultMaxCodeFailures.
 	DefaultCodeFailureWindow = time.Minute
-	// maxLimiterKeys bounds the rooms the limiter tracks.
+	// maxLimiterKeys bounds the keys (client and room) a limiter tracks.
 	maxLimiterKeys = 10000
 )
 
@@ -133,14 +159,15 @@ func (l *attemptLimiter) allow(key string, now time.Time) bool {
 	return a.failures < l.max
 }
 
-// fail records a failed attempt for key at now.
-func (l *attemptLimiter) fail(key string, now time.Time) {
+// fail records a failed attempt for key at now and reports whether this
+// failure used up key's attempts (the lock-out starts now).
+func (l *attemptLimiter) fail(key string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	a, ok := l.m[key]
 	if ok && now.Sub(a.start) < l.window {
 		a.failures++
-		return
+		return a.failures == l.max
 	}
 	if !ok && len(l.m) >= l.maxKeys {
 		for k, v := range l.m {
@@ -156,4 +183,5 @@ func (l *attemptLimiter) fail(key string, now time.Time) {
 		}
 	}
 	l.m[key] = &attempts{start: now, failures: 1}
+	return l.max == 1
 }

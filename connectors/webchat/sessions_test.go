@@ -10,8 +10,8 @@ import (
 func TestSessionStoreBindAndLookup(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := newSessionStore(2, time.Hour)
-	s.bind("cookie-a", "", "ch1", now)
-	s.bind("cookie-a", "lobby", "ch2", now)
+	s.bind("cookie-a", "192.0.2.1", "", "ch1", now)
+	s.bind("cookie-a", "192.0.2.1", "lobby", "ch2", now)
 	v, ok := s.get("cookie-a", now)
 	if !ok || v.channelFor("") != "ch1" || v.channelFor("lobby") != "ch2" || v.channelFor("other") != "" {
 		t.Fatalf("view %+v ok=%v", v, ok)
@@ -37,10 +37,10 @@ func TestSessionStoreBindAndLookup(t *testing.T) {
 func TestSessionStoreBoundEvictsLRU(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := newSessionStore(2, time.Hour)
-	s.bind("a", "", "ch", now)
-	s.bind("b", "", "ch", now.Add(time.Second))
+	s.bind("a", "192.0.2.1", "", "ch", now)
+	s.bind("b", "192.0.2.1", "", "ch", now.Add(time.Second))
 	s.get("a", now.Add(2*time.Second)) // a is now the most recent
-	s.bind("c", "", "ch", now.Add(3*time.Second))
+	s.bind("c", "192.0.2.1", "", "ch", now.Add(3*time.Second))
 	if s.len() != 2 {
 		t.Fatalf("len %d, want 2", s.len())
 	}
@@ -56,7 +56,7 @@ func TestSessionStoreRestoreAndUnbind(t *testing.T) {
 	now := time.Now()
 	s := newSessionStore(0, 0)
 	s.restore(sessionKey("c1"), "ch1", now)
-	s.bind("c1", "room", "ch2", now)
+	s.bind("c1", "192.0.2.1", "room", "ch2", now)
 	s.unbindChannel("ch1")
 	v, ok := s.get("c1", now)
 	if !ok || v.home != "" || v.rooms["room"] != "ch2" {
@@ -64,7 +64,7 @@ func TestSessionStoreRestoreAndUnbind(t *testing.T) {
 	}
 	// Rooms per session are bounded.
 	for i := range maxRoomsPerSession + 5 {
-		s.bind("c1", strings.Repeat("r", i+1), "chx", now)
+		s.bind("c1", "192.0.2.1", strings.Repeat("r", i+1), "chx", now)
 	}
 	v, _ = s.get("c1", now)
 	if len(v.rooms) != maxRoomsPerSession {

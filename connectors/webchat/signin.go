@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -205,4 +206,37 @@ func (c *Connector) enterRoom(room, code string) (string, error) {
 		}
 	}
 	return "", errWrongCode
+}
+
+// forgetBrowser drops a browser's session key from channel's QR binding
+// (a sign-out of that browser), keeping the other browsers.
+func (c *Connector) forgetBrowser(ctx context.Context, channel, sessionKey string) error {
+	ch, err := c.srv.Channel(channel)
+	if err != nil {
+		return nil // gone already
+	}
+	old, ok := connector.BindingOf[binding](ch)
+	if !ok || old.Kind != bindQR {
+		return nil
+	}
+	b := binding{Kind: bindQR}
+	for _, k := range old.Sessions {
+		if k != sessionKey {
+			b.Sessions = append(b.Sessions, k)
+		}
+	}
+	if len(b.Sessions) == len(old.Sessions) {
+		return nil
+	}
+	data, err := json.Marshal(b)
+	if err != nil {
+		return fmt.Errorf("webchat: encode binding: %w", err)
+	}
+	raw, _ := ch.Binding()
+	raw.Data = data
+	raw.AccountHint = fmt.Sprintf("%d browser(s)", len(b.Sessions))
+	if err := ch.UpdateBinding(ctx, raw); err != nil {
+		return fmt.Errorf("webchat: update binding: %w", err)
+	}
+	return nil
 }

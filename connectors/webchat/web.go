@@ -22,6 +22,9 @@ const (
 	keepAliveEvery = 20 * time.Second
 	// sseWriteTimeout bounds one write to a browser stream.
 	sseWriteTimeout = 10 * time.Second
+	// statusPollEvery is how often an event stream checks the chat's
+	// state (served by xAgent, signed out, replaced).
+	statusPollEvery = time.Second
 )
 
 // routes returns the web side: the browser pages and API under the web
@@ -40,6 +43,11 @@ func (c *Connector) routes() http.Handler {
 	mux.HandleFunc("POST "+b+"/api/messages", c.postMessage)
 	mux.HandleFunc("GET "+b+"/api/events", c.events)
 	mux.HandleFunc("GET "+b+"/media/{ref}", c.file)
+	mux.HandleFunc("POST "+b+"/logout", c.logout)
+	mux.HandleFunc("GET /{$}", c.home)
+	mux.HandleFunc("GET /favicon.ico", func(rw http.ResponseWriter, r *http.Request) {
+		http.Redirect(rw, r, b+"/static/favicon.svg", http.StatusMovedPermanently)
+	})
 	mux.HandleFunc("GET "+b, func(rw http.ResponseWriter, r *http.Request) {
 		http.Redirect(rw, r, b+"/", http.StatusFound)
 	})
@@ -81,10 +89,66 @@ func (c *Connector) cookieID(r *http.Request) string {
 	return connector.NewID("wcs_")
 }
 
+// cookieValue returns the browser's session cookie value, or "".
+func (c *Connector) cookieValue(r *http.Request) string {
+	if ck, err := r.Cookie(CookieName); err == nil {
+		return ck.Value
+	}
+	return ""
+}
+
+// home serves GET / (on the Server's root, or the web listener's): the
+// browser's chat when it has one (its QR chat, else its only room), else
+// the page that says how to sign in.
+func (c *Connector) home(rw http.ResponseWriter, r *http.Request) {
+	to := c.base + "/"
+	if s, ok := c.session(r); ok && s.home == "" && len(s.rooms) == 1 {
+		for room := range s.rooms {
+			to = c.base + "/rooms/" + room
+		}
+	}
+	http.Redirect(rw, r, to, http.StatusFound)
+}
+
+// logout serves POST <base>/logout (form field room, "" = the QR chat):
+// this browser leaves the chat; other browsers and the channel stay
+// signed in. A QR sign-in is also dropped from the channel's binding, so
+// that a restart does not sign this browser in again.
+func (c *Connector) logout(rw http.ResponseWriter, r *http.Request) {
+	if !c.sameOrigin(r) {
+		c.render(rw, c.pages.notice, http.StatusForbidden, pageData{Title: "Web Chat", Error: "Cross-site request refused."})
+		return
+	}
+	r.Body = http.MaxBytesReader(rw, r.Body, 4096)
+	_ = r.ParseForm()
+	room, ok := normalizeRoom(r.PostFormValue("room"))
+	if !ok {
+		room = ""
+	}
+	id := c.cookieValue(r)
+	channel := ""
+	if id != "" {
+		channel = c.sessions.unbind(id, room)
+	}
+	if channel != "" && room == "" {
+		if err := c.forgetBrowser(r.Context(), channel, sessionKey(id)); err != nil {
+			c.log.Warn("webchat: sign out", "channel", channel, "error", err)
+		}
+	}
+	if channel != "" {
+		c.log.Info("webchat: browser signed out", "channel", channel, "room", room)
+	}
+	to := c.base + "/"
+	if room != "" {
+		to = c.base + "/rooms/" + room
+	}
+	http.Redirect(rw, r, to, http.StatusSeeOther)
+}
+
 // bindSession binds channel (for room, "" = home) to the session of cookie
-// value id and sets the cookie.
-func (c *Connector) bindSession(rw http.ResponseWriter, id, room, channel string) {
-	c.sessions.bind(id, room, channel, time.Now())
+// value id (a session of r's client address when new) and sets the cookie.
+func (c *Connector) bindSession(rw http.ResponseWriter, r *http.Request, id, room, channel string) {
+	c.sessions.bind(id, clientAddr(r), room, channel, time.Now())
 	http.SetCookie(rw, sessionCookie(id, c.cookiePath(), c.secureCookies(), c.sessions.ttl))
 }
 

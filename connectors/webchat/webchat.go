@@ -96,6 +96,10 @@ type Options struct {
 	// MaxUploadBytes bounds one message a browser posts, file included
 	// (default DefaultMaxUploadBytes, 10 MiB).
 	MaxUploadBytes int64
+	// UploadQuotaBytes bounds what one browser session may post (text and
+	// files) per minute (default DefaultUploadQuotaBytes, 32 MiB); beyond
+	// it posts are answered 429.
+	UploadQuotaBytes int64
 	// MaxSessions and SessionTTL bound browser sessions (defaults
 	// DefaultMaxSessions and DefaultSessionTTL).
 	MaxSessions int
@@ -105,6 +109,16 @@ type Options struct {
 	MaxClients   int
 	ClientBuffer int
 	Backlog      int
+	// History keeps each channel's chat history durably, so that it is
+	// shown after reloads and restarts. Nil uses SDK.Store when it
+	// implements HistoryStore (as *store.DB does); with neither, only the
+	// last Backlog messages are kept, in memory.
+	History HistoryStore
+	// HistoryMessages and HistoryBytes bound one channel's stored history
+	// (defaults DefaultHistoryMessages and DefaultHistoryBytes); the oldest
+	// messages are dropped beyond them.
+	HistoryMessages int
+	HistoryBytes    int64
 }
 
 // Connector is the web chat connector: an SDK Connector Server for xAgent
@@ -120,10 +134,14 @@ type Connector struct {
 	maxUpload int64
 	hub       *hub
 	sessions  *sessionStore
-	limiter   *attemptLimiter
-	pages     *pages
-	web       http.Handler
-	log       *slog.Logger
+	limiter   *attemptLimiter // wrong access codes per client address and room
+	// clientLimiter counts wrong access codes per client address over
+	// all rooms.
+	clientLimiter *attemptLimiter
+	history       *history // nil: no durable history
+	pages         *pages
+	web           http.Handler
+	log           *slog.Logger
 }
 
 // New builds the web chat connector on the SDK: the QR and room sign-in
@@ -148,18 +166,31 @@ func New(opts Options) (*Connector, error) {
 		return nil, err
 	}
 	c := &Connector{
-		srv:       srv,
-		public:    pub,
-		base:      base,
-		maxUpload: opts.MaxUploadBytes,
-		hub:       newHub(opts.ClientBuffer, opts.MaxClients, opts.Backlog, 0),
-		sessions:  newSessionStore(opts.MaxSessions, opts.SessionTTL),
-		limiter:   newAttemptLimiter(0, 0, 0),
-		pages:     pg,
-		log:       srv.Logger(),
+		srv:           srv,
+		public:        pub,
+		base:          base,
+		maxUpload:     opts.MaxUploadBytes,
+		hub:           newHub(opts.ClientBuffer, opts.MaxClients, opts.Backlog, 0),
+		sessions:      newSessionStore(opts.MaxSessions, opts.SessionTTL),
+		limiter:       newAttemptLimiter(0, 0, 0),
+		clientLimiter: newAttemptLimiter(DefaultMaxClientCodeFailures, 0, 0),
+		pages:         pg,
+		log:           srv.Logger(),
 	}
 	if c.maxUpload <= 0 {
 		c.maxUpload = DefaultMaxUploadBytes
+	}
+	if opts.UploadQuotaBytes > 0 {
+		c.sessions.quota = opts.UploadQuotaBytes
+	}
+	hs := opts.History
+	if hs == nil {
+		hs, _ = opts.SDK.Store.(HistoryStore)
+	}
+	if hs != nil {
+		c.history = &history{st: hs, maxMsgs: orDefault(opts.HistoryMessages, DefaultHistoryMessages),
+			maxBytes: int64(orDefault(int(opts.HistoryBytes), DefaultHistoryBytes))}
+		c.hub.noBacklog = true
 	}
 	c.web = c.routes()
 	if err := c.register(opts); err != nil {
@@ -206,12 +237,14 @@ func (c *Connector) register(opts Options) error {
 	c.srv.OnAssistantMessage(c.onAssistantMessage)
 	c.srv.OnAssistantDelta(c.onAssistantDelta)
 	c.srv.OnActivity(c.onActivity)
+	c.srv.OnUnbind(c.onUnbind)
 	// The event streams end first: before the channel clients close (which
 	// would tell the browsers they were signed out) and before the HTTP
 	// server shuts down (which would wait for them).
 	c.srv.OnClose(func(context.Context) error { c.hub.close(); return nil })
 	if !opts.SeparateWeb {
-		errs = append(errs, c.srv.Handle(c.base+"/", c.web), c.srv.Handle(c.base, c.web))
+		errs = append(errs, c.srv.Handle(c.base+"/", c.web), c.srv.Handle(c.base, c.web),
+			c.srv.Handle("GET /{$}", c.web), c.srv.Handle("GET /favicon.ico", c.web))
 	}
 	return errors.Join(errs...)
 }
@@ -232,4 +265,13 @@ func (c *Connector) WebURL() string { return c.public.String() + c.base + "/" }
 // of the SDK token.
 func (c *Connector) issueLogin(_ context.Context, s *connector.QRSession) (string, error) {
 	return c.public.String() + c.base + "/login/" + url.PathEscape(s.Token), nil
+}
+
+// onUnbind forgets the history of a channel that was signed out or whose
+// lease expired (a sign-in that replaces the binding keeps it).
+func (c *Connector) onUnbind(ctx context.Context, ch *connector.Channel, _ connector.Binding, reason connector.UnbindReason) error {
+	if c.history == nil || reason == connector.UnbindReplaced {
+		return nil
+	}
+	return c.history.clear(ctx, ch.ID())
 }

@@ -17,6 +17,7 @@
   var sendEl = document.getElementById("send");
   var attachedEl = document.getElementById("attached");
   var errorEl = document.getElementById("error");
+  var emptyEl = document.getElementById("empty");
 
   var ACTIVITY_TIMEOUT_MS = 60000; // temporary activity has a local timeout
   var activityTimer = null;
@@ -34,6 +35,7 @@
       body.className = "body";
       li.appendChild(body);
       list.appendChild(li);
+      emptyEl.hidden = true;
     }
     return li;
   }
@@ -41,6 +43,34 @@
   function scrollDown() {
     window.scrollTo(0, document.body.scrollHeight);
   }
+
+  // nearBottom reports whether the reader is at the end of the chat (then
+  // new content, and media that finishes loading, keeps it there).
+  function nearBottom() {
+    return window.innerHeight + window.scrollY >= document.body.scrollHeight - 120;
+  }
+
+  // media makes an image that scrolls the chat down once it has loaded
+  // (its height is unknown before) and turns into a note when the file is
+  // gone (files expire).
+  function media(src, name) {
+    var img = document.createElement("img");
+    img.alt = name || "image";
+    img.className = "inline-image";
+    img.addEventListener("load", function () { if (stick) scrollDown(); });
+    img.addEventListener("error", function () {
+      var note = document.createElement("span");
+      note.className = "file-link";
+      note.textContent = (name || "image") + " (no longer available)";
+      var parent = img.parentNode;
+      if (parent && parent.tagName === "A") parent.replaceWith(note); else img.replaceWith(note);
+    });
+    img.src = src;
+    return img;
+  }
+
+  var stick = true; // the reader follows the end of the chat
+  window.addEventListener("scroll", function () { stick = nearBottom(); }, { passive: true });
 
   function renderFiles(li, files, id) {
     var old = li.querySelector(".files");
@@ -51,11 +81,7 @@
     files.forEach(function (f) {
       if (!f.url) { // a file a user sent: shown by name, or by the local preview
         if (f.type === "image" && previews[id]) {
-          var pimg = document.createElement("img");
-          pimg.src = previews[id];
-          pimg.alt = f.filename || "image";
-          pimg.className = "inline-image";
-          box.appendChild(pimg);
+          box.appendChild(media(previews[id], f.filename));
         } else {
           var chip = document.createElement("span");
           chip.className = "file-link";
@@ -70,11 +96,7 @@
       a.target = "_blank";
       a.rel = "noopener";
       if (f.type === "image") {
-        var img = document.createElement("img");
-        img.src = url;
-        img.alt = f.filename || "image";
-        img.className = "inline-image";
-        a.appendChild(img);
+        a.appendChild(media(url, f.filename));
       } else {
         a.textContent = "Download " + (f.filename || "file");
         a.className = "file-link";
@@ -93,7 +115,7 @@
     finals[m.message_id] = m;
     delete lastSeq[m.message_id];
     if (m.from === "assistant") setActivity(null);
-    scrollDown();
+    if (stick || m.from === "user") scrollDown();
   }
 
   function onDelta(d) {
@@ -105,7 +127,7 @@
     li.classList.add("streaming");
     li.querySelector(".body").textContent += d.text;
     setActivity(null); // visible text clears the temporary activity
-    scrollDown();
+    if (stick) scrollDown();
   }
 
   function setActivity(a) {
@@ -119,6 +141,18 @@
   function setStatus(s) {
     statusEl.dataset.state = s.state;
     statusEl.textContent = s.state === "connected" ? "connected" : (s.detail || s.state);
+    if (s.state === "signed_out") {
+      showError("This chat is signed out. Sign in again with a new QR code or the room's access code.");
+      es.close();
+    } else if (s.state === "replaced") {
+      showError("");
+      var a = document.createElement("a");
+      a.href = window.location.pathname;
+      a.textContent = "Reload to open the new chat.";
+      statusEl.appendChild(document.createTextNode(" "));
+      statusEl.appendChild(a);
+      es.close();
+    }
   }
 
   function showError(text) {
@@ -136,6 +170,7 @@
   es.addEventListener("delta", function (ev) { var d = parse(ev); if (d) onDelta(d); });
   es.addEventListener("activity", function (ev) { var a = parse(ev); if (a) setActivity(a); });
   es.onerror = function () {
+    if (statusEl.dataset.state === "signed_out" || statusEl.dataset.state === "replaced") return;
     if (es.readyState === EventSource.CLOSED) { // the server refused the stream: signed out
       setStatus({ state: "signed_out", detail: "signed out" });
       showError("This chat is signed out. Sign in again with a new QR code.");

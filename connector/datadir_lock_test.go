@@ -1,0 +1,114 @@
+package connector_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xconn/xconn/connector"
+	"github.com/xconn/xconn/protocol"
+)
+
+func TestLockDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	l, err := connector.LockDataDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, connector.DataDirLockFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("lock file: %v, mode %v, want 0600", err, fi.Mode().Perm())
+	}
+	if err := l.SetAddr("127.0.0.1:8080"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = connector.LockDataDir(dir)
+	var inUse *connector.DataDirInUseError
+	if !errors.As(err, &inUse) {
+		t.Fatalf("second lock: %v, want a *DataDirInUseError", err)
+	}
+	if inUse.PID != os.Getpid() || inUse.Addr != "127.0.0.1:8080" || inUse.Dir != dir {
+		t.Fatalf("holder %+v, want pid %d at 127.0.0.1:8080", inUse, os.Getpid())
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "\n") || !strings.Contains(msg, "process "+itoa(os.Getpid())) || !strings.Contains(msg, "127.0.0.1:8080") {
+		t.Fatalf("error %q: want one line naming the pid and the address", msg)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil { // idempotent
+		t.Fatal(err)
+	}
+	l2, err := connector.LockDataDir(dir)
+	if err != nil {
+		t.Fatalf("lock after release: %v", err)
+	}
+	l2.Close()
+}
+
+func itoa(n int) string {
+	var b []byte
+	for n > 0 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+		n /= 10
+	}
+	return string(b)
+}
+
+// Two servers on one DataDir: the second Start fails and names the first
+// one's address; after the first closes, a new one starts.
+func TestServerLocksDataDir(t *testing.T) {
+	dir := t.TempDir()
+	newSrv := func() *connector.Server {
+		srv, err := connector.New(connector.Options{DataDir: dir,
+			Identity: connector.Identity{CardID: "im.lock", Name: "Lock", Provider: "lock", TargetType: protocol.TargetIM}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.OnAssistantMessage(func(context.Context, *connector.Channel, *connector.AssistantMessage) error { return nil })
+		return srv
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := newSrv()
+	if err := first.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- first.Serve(ctx, ln) }()
+	var startErr error
+	for range 400 { // Serve records its address
+		startErr = newSrv().Start(context.Background())
+		var inUse *connector.DataDirInUseError
+		if errors.As(startErr, &inUse) && inUse.Addr == ln.Addr().String() {
+			break
+		}
+		if startErr == nil {
+			t.Fatal("a second server started on the same DataDir")
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if startErr == nil || !strings.Contains(startErr.Error(), ln.Addr().String()) {
+		t.Fatalf("second Start: %v, want the first one's address %s", startErr, ln.Addr())
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	third := newSrv()
+	if err := third.Start(context.Background()); err != nil {
+		t.Fatalf("start after the first closed: %v", err)
+	}
+	if err := third.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
