@@ -46,9 +46,11 @@ func (sess *session) handleAuthStart(env *protocol.Envelope) {
 
 // checkFormInput checks input against the Card's fields: unknown fields,
 // non-string values (form fields are text and password inputs; typed forms
-// parse numbers from the text) and missing required fields. Values of secret fields
-// are added to the redaction set before anything else happens. Reasons
-// never quote values.
+// parse numbers from the text), values longer than Options.MaxAuthValueBytes
+// and missing required fields. Values of secret fields are added to the
+// redaction set only once the whole input passed these checks, before the
+// flow runs: a refused input (which no log line, ack or error quotes)
+// never grows the set. Reasons never quote values.
 func (s *Server) checkFormInput(flow *protocol.AuthFlow, input map[string]json.RawMessage) (map[string]string, protocol.Violations) {
 	values := map[string]string{}
 	var vs protocol.Violations
@@ -67,12 +69,12 @@ func (s *Server) checkFormInput(flow *protocol.AuthFlow, input map[string]json.R
 			vs = append(vs, protocol.Violation{Path: "input." + name, Reason: "must be a string"})
 			continue
 		}
-		f, known := fields[name]
-		if known && f.IsSecret() {
-			s.secrets.Add(v)
-		}
-		if !known {
+		if !known(fields, name) {
 			vs = append(vs, protocol.Violation{Path: "input." + name, Reason: "is not a field of this flow"})
+			continue
+		}
+		if len(v) > s.opts.MaxAuthValueBytes {
+			vs = append(vs, protocol.Violation{Path: "input." + name, Reason: fmt.Sprintf("is longer than %d bytes", s.opts.MaxAuthValueBytes)})
 			continue
 		}
 		values[name] = v
@@ -85,7 +87,19 @@ func (s *Server) checkFormInput(flow *protocol.AuthFlow, input map[string]json.R
 			vs = append(vs, protocol.Violation{Path: "input." + f.Name, Reason: "is required"})
 		}
 	}
+	if len(vs) == 0 {
+		for name, v := range values {
+			if fields[name].IsSecret() {
+				s.secrets.Add(v)
+			}
+		}
+	}
 	return values, vs
+}
+
+func known(fields map[string]protocol.AuthField, name string) bool {
+	_, ok := fields[name]
+	return ok
 }
 
 func (sess *session) startForm(env *protocol.Envelope, id string, cardFlow *protocol.AuthFlow, f formFlow, input map[string]json.RawMessage) {

@@ -16,13 +16,14 @@ import (
 func (s *Server) routes() *http.ServeMux {
 	p := strings.TrimRight(s.opts.PathPrefix, "/")
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+p+protocol.PathCard, s.serveCard)
-	mux.HandleFunc("GET "+p+protocol.PathSkill, s.serveSkill)
-	mux.HandleFunc("GET "+p+protocol.PathHealth, s.serveHealth)
-	mux.HandleFunc("GET "+p+protocol.PathWS, s.serveWS)
-	mux.HandleFunc("POST "+p+protocol.PathFileUploads, s.serveUpload)
-	mux.HandleFunc("GET "+p+protocol.PathFileRefsPrefix+"{ref}", s.serveFileRef)
-	mux.Handle("GET "+p+"/metrics", s.requireKey(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
+	mux.HandleFunc("GET "+p+protocol.PathCard, withWriteDeadline(ServeWriteTimeout, s.serveCard))
+	mux.HandleFunc("GET "+p+protocol.PathSkill, withWriteDeadline(ServeWriteTimeout, s.serveSkill))
+	mux.HandleFunc("GET "+p+protocol.PathHealth, withWriteDeadline(ServeWriteTimeout, s.serveHealth))
+	mux.HandleFunc("GET "+p+protocol.PathWS, s.serveWS) // wsconn bounds each frame write
+	mux.HandleFunc("POST "+p+protocol.PathFileUploads, withWriteDeadline(ServeReadTimeout+ServeWriteTimeout, s.serveUpload))
+	mux.HandleFunc("GET "+p+protocol.PathFileRefsPrefix+"{ref}", withWriteDeadline(ServeDownloadTimeout, s.serveFileRef))
+	metrics := s.requireKey(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET "+p+"/metrics", withWriteDeadline(ServeWriteTimeout, metrics.ServeHTTP))
 	return mux
 }
 

@@ -3,6 +3,8 @@ package connector
 import (
 	"context"
 	"time"
+
+	"github.com/xconn/xconn/protocol"
 )
 
 // janitor is the server's one background loop: lease deadlines and the
@@ -52,6 +54,7 @@ func (s *Server) sweep() {
 	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
 	defer cancel()
 	s.sweepAuth(ctx)
+	s.reclaimUnsigned(ctx)
 	s.sweepFiles(ctx)
 	if _, err := s.opts.Store.PruneToolCalls(ctx, s.card.ConnectorCardID, s.now().Add(-s.opts.ToolCallRetention), s.opts.MaxToolCalls); err != nil {
 		s.log.Debug("connector: prune tool calls", "err", err)
@@ -130,4 +133,64 @@ func (s *Server) deleteChannel(ctx context.Context, id string) {
 	}
 	delete(s.channels, id)
 	s.mu.Unlock()
+}
+
+// reclaimUnsigned deletes the channels without a sign-in (created or
+// authenticating, no binding) whose last change is older than
+// Options.UnsignedChannelTTL: a flood of channel.open that never signs in
+// cannot fill the store's channel table for as long as its lease lives.
+// Each is taken out of the channel table under Server.mu after its
+// condition is checked again, so a sign-in that starts meanwhile either
+// finds the channel gone (and fails as for any unknown channel) or keeps
+// it.
+func (s *Server) reclaimUnsigned(ctx context.Context) {
+	cutoff := s.now().Add(-s.opts.UnsignedChannelTTL)
+	stale := func(cs *chanState) bool {
+		st := cs.rec.Status
+		return (st == protocol.StatusCreated || st == protocol.StatusAuthenticating) &&
+			len(cs.rec.Binding) == 0 && cs.rec.UpdatedAt.Before(cutoff)
+	}
+	s.mu.Lock()
+	var ids []string
+	for id, cs := range s.channels {
+		if stale(cs) {
+			ids = append(ids, id)
+		}
+	}
+	s.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			break
+		}
+		s.mu.Lock()
+		cs, ok := s.channels[id]
+		if !ok || !stale(cs) {
+			s.mu.Unlock()
+			continue
+		}
+		if cs.open != nil {
+			s.metrics.openChannels.Dec()
+		}
+		delete(s.channels, id)
+		s.mu.Unlock()
+		s.auth.dropChannel(id)
+		for _, ob := range []interface {
+			DeleteChannel(context.Context, string) (int, error)
+		}{s.outbox, s.outv1, s.inbox} {
+			if _, err := ob.DeleteChannel(ctx, id); err != nil {
+				s.log.Debug("connector: drop delivery state", "channel", id, "err", err)
+			}
+		}
+		s.asm.DropChannel(id)
+		if err := s.opts.Store.DeleteChannel(ctx, s.card.ConnectorCardID, id); err != nil {
+			s.logLimited("reclaim_failed", "connector: delete a channel without sign-in", "err", err)
+		}
+		s.removeChannelFiles(id)
+		s.metrics.unsignedReclaimed.Inc()
+		n++
+	}
+	if n > 0 {
+		s.log.Info("connector: channels without a sign-in reclaimed", "channels", n, "ttl", s.opts.UnsignedChannelTTL.String())
+	}
 }

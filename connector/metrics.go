@@ -18,6 +18,7 @@ type metrics struct {
 	dropped, channelsCreated, descriptorPushes                prometheus.Counter
 	signins, signinFailures, toolReplays, published           prometheus.Counter
 	uploads, uploadsRejected, downloads, filesExpired, leases prometheus.Counter
+	busy, unsignedReclaimed, instancesEvicted, logsSuppressed prometheus.Counter
 
 	// inByType and outByType are packetsIn and packetsOut curried by every
 	// known packet type, so that counting a packet is one map read; they
@@ -102,27 +103,31 @@ func newMetrics() *metrics {
 		return c
 	}
 	m := &metrics{
-		reg:              reg,
-		sockets:          g("sockets", "Open data-plane WebSocket connections."),
-		openChannels:     g("open_channels", "Channels open on a data-plane connection."),
-		packetsIn:        v("packets_received_total", "Packets received, by type.", "type"),
-		packetsOut:       v("packets_sent_total", "Packets sent, by type.", "type"),
-		errors:           v("errors_sent_total", "Error packets and ack errors sent, by code.", "code"),
-		chatAcks:         v("chat_acks_sent_total", "chat.message.ack sent for assistant messages, by status.", "status"),
-		chatAcksIn:       v("chat_acks_received_total", "chat.message.ack received for published messages, by status.", "status"),
-		toolCalls:        v("tool_calls_total", "Tool invocations, by tool and result code.", "tool", "code"),
-		dropped:          f("packets_dropped_total", "Packets of a Profile not negotiated, dropped silently."),
-		channelsCreated:  f("channels_created_total", "Channels created by channel.open."),
-		descriptorPushes: f("descriptor_pushes_total", "connection.descriptor.push packets sent."),
-		signins:          f("signins_total", "Completed sign-ins."),
-		signinFailures:   f("signin_failures_total", "Failed or expired sign-ins."),
-		toolReplays:      f("tool_call_replays_total", "Side-effecting tool calls answered from the idempotency record."),
-		published:        f("messages_published_total", "Inbound messages put into the outbox."),
-		uploads:          f("uploads_total", "Files uploaded to /files/uploads."),
-		uploadsRejected:  f("uploads_rejected_total", "Uploads refused for size."),
-		downloads:        f("downloads_total", "Files served from /files/refs."),
-		filesExpired:     f("files_expired_total", "Files deleted by the sweeper."),
-		leases:           f("lease_expirations_total", "connector_id leases that expired and were cleaned up."),
+		reg:               reg,
+		sockets:           g("sockets", "Open data-plane WebSocket connections."),
+		openChannels:      g("open_channels", "Channels open on a data-plane connection."),
+		packetsIn:         v("packets_received_total", "Packets received, by type.", "type"),
+		packetsOut:        v("packets_sent_total", "Packets sent, by type.", "type"),
+		errors:            v("errors_sent_total", "Error packets and ack errors sent, by code.", "code"),
+		chatAcks:          v("chat_acks_sent_total", "chat.message.ack sent for assistant messages, by status.", "status"),
+		chatAcksIn:        v("chat_acks_received_total", "chat.message.ack received for published messages, by status.", "status"),
+		toolCalls:         v("tool_calls_total", "Tool invocations, by tool and result code.", "tool", "code"),
+		dropped:           f("packets_dropped_total", "Packets of a Profile not negotiated, dropped silently."),
+		channelsCreated:   f("channels_created_total", "Channels created by channel.open."),
+		descriptorPushes:  f("descriptor_pushes_total", "connection.descriptor.push packets sent."),
+		signins:           f("signins_total", "Completed sign-ins."),
+		signinFailures:    f("signin_failures_total", "Failed or expired sign-ins."),
+		toolReplays:       f("tool_call_replays_total", "Side-effecting tool calls answered from the idempotency record."),
+		published:         f("messages_published_total", "Inbound messages put into the outbox."),
+		uploads:           f("uploads_total", "Files uploaded to /files/uploads."),
+		uploadsRejected:   f("uploads_rejected_total", "Uploads refused for size."),
+		downloads:         f("downloads_total", "Files served from /files/refs."),
+		filesExpired:      f("files_expired_total", "Files deleted by the sweeper."),
+		leases:            f("lease_expirations_total", "connector_id leases that expired and were cleaned up."),
+		busy:              f("packets_busy_total", "Requests answered channel_busy because a queue of their socket was full."),
+		unsignedReclaimed: f("unsigned_channels_reclaimed_total", "Channels without a sign-in deleted after Options.UnsignedChannelTTL."),
+		instancesEvicted:  f("instances_evicted_total", "connector_ids without a socket or a signed-in channel evicted to admit a new one."),
+		logsSuppressed:    f("log_lines_suppressed_total", "Repetitive warning lines left out by the log rate limit."),
 	}
 	m.toolLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "xconn", Subsystem: "connector", Name: "tool_call_seconds", Help: "Tool call latency.",

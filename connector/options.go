@@ -34,6 +34,12 @@ const (
 	DefaultToolCallRetention = 24 * time.Hour
 	DefaultMaxToolCalls      = 10000
 	DefaultCloseTimeout      = 10 * time.Second
+	DefaultSendQueueBytes    = 16 << 20
+	DefaultInboundQueueBytes = 16 << 20
+	DefaultHelloTimeout      = 10 * time.Second
+	DefaultUnsignedTTL       = 30 * time.Minute
+	DefaultMaxConns          = 1024
+	DefaultMaxAuthValueBytes = 4096
 )
 
 // Options configures a [Server]. Identity (or a hand-written Card) is
@@ -99,6 +105,20 @@ type Options struct {
 	MaxFrameBytes int64
 	// SendQueue bounds the outbound frames queued per socket (default 256).
 	SendQueue int
+	// SendQueueBytes bounds the bytes of the outbound frames queued per
+	// socket and not yet written (default 16 MiB). A socket whose peer does
+	// not read them is closed with 1008 and the reason "send queue full".
+	SendQueueBytes int64
+	// InboundQueueBytes bounds the bytes of the inbound frames queued per
+	// socket and not yet handled (default 16 MiB); beyond it a request is
+	// answered channel_busy at once. With SendQueueBytes and MaxFrameBytes
+	// per worker it bounds what one socket holds, and MaxSockets times that
+	// what the data plane holds.
+	InboundQueueBytes int64
+	// HelloTimeout bounds the time from the WebSocket handshake to a
+	// completed connector.hello (default 10 s); a socket that has not
+	// completed it is closed with 1008 and frees its slot.
+	HelloTimeout time.Duration
 	// Workers bounds the channels processed in parallel per socket
 	// (default 64: a target with 20 ms latency then serves 64 channels at
 	// ~3,200 calls/s). Pings and the connection-level control queue (hello,
@@ -110,14 +130,30 @@ type Options struct {
 	// MaxChannelQueues bounds the channels with queued work per socket
 	// (default 1024).
 	MaxChannelQueues int
-	// MaxSockets bounds concurrent data-plane sockets (default 16).
+	// MaxSockets bounds concurrent data-plane sockets (default 16); a slot
+	// is reserved before the handshake, so concurrent dials never pass it.
 	MaxSockets int
+	// UnsignedChannelTTL is how long a channel without a sign-in (status
+	// created or authenticating and no binding: opened and never signed
+	// in, or signed out) is kept after its last change (default 30 min,
+	// at least AuthSessionTTL). Then the janitor deletes it; a later
+	// channel.open naming it creates a new channel (section 8.3).
+	UnsignedChannelTTL time.Duration
+	// MaxConns bounds the open HTTP connections of Serve and
+	// ListenAndServe (default 1024): a new connection beyond it closes the
+	// longest idle keep-alive connection, or is itself closed when none is
+	// idle, so that /health keeps answering before the descriptor limit.
+	MaxConns int
 	// ToolTimeout is the default per-call tool timeout (default 60 s).
 	ToolTimeout time.Duration
 	// AuthSessionTTL bounds a sign-in session (default 10 min).
 	AuthSessionTTL time.Duration
 	// MaxAuthSessions bounds live sign-in sessions (default 1000).
 	MaxAuthSessions int
+	// MaxAuthValueBytes bounds one value of a sign-in form (default 4096
+	// bytes); a longer one is refused invalid_auth_input before it is
+	// registered for redaction or reaches the flow.
+	MaxAuthValueBytes int
 	// MaxUploadBytes bounds one uploaded file (default 32 MiB).
 	MaxUploadBytes int64
 	// FileTTL is the lifetime of a transfer-plane file (default 1 h).
@@ -198,6 +234,17 @@ func (o Options) withDefaults() (Options, error) {
 	setDur(&o.ToolCallRetention, DefaultToolCallRetention)
 	setInt(&o.MaxToolCalls, DefaultMaxToolCalls)
 	setDur(&o.CloseTimeout, DefaultCloseTimeout)
+	if o.SendQueueBytes <= 0 {
+		o.SendQueueBytes = DefaultSendQueueBytes
+	}
+	if o.InboundQueueBytes <= 0 {
+		o.InboundQueueBytes = DefaultInboundQueueBytes
+	}
+	setDur(&o.HelloTimeout, DefaultHelloTimeout)
+	setDur(&o.UnsignedChannelTTL, DefaultUnsignedTTL)
+	o.UnsignedChannelTTL = max(o.UnsignedChannelTTL, o.AuthSessionTTL)
+	setInt(&o.MaxConns, DefaultMaxConns)
+	setInt(&o.MaxAuthValueBytes, DefaultMaxAuthValueBytes)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -13,11 +13,20 @@ import (
 	"time"
 )
 
-// Timeouts of the http.Server that ListenAndServe runs. There is no write
-// timeout: the data plane is a long-lived WebSocket and downloads may be
-// large; the SDK bounds each frame write and each idle socket itself.
+// Timeouts of the http.Server that ListenAndServe runs. There is no
+// server-wide write timeout: the data plane is a long-lived WebSocket,
+// downloads may be large and a connector's own routes may stream; instead
+// each SDK endpoint sets its own write deadline (ServeWriteTimeout, or
+// ServeDownloadTimeout for /files/refs), and wsconn bounds each frame
+// write.
 const (
 	ServeReadHeaderTimeout = 10 * time.Second
+	// ServeWriteTimeout bounds writing the answer of /health,
+	// /connector-card.json, /skill.md, /metrics and (after its body is
+	// read) /files/uploads.
+	ServeWriteTimeout = 30 * time.Second
+	// ServeDownloadTimeout bounds writing one /files/refs download.
+	ServeDownloadTimeout = 10 * time.Minute
 	// ServeReadTimeout bounds reading one request with its body (uploads
 	// of Options.MaxUploadBytes included); a WebSocket clears it after
 	// the handshake.
@@ -42,11 +51,16 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 	return s.Serve(ctx, ln)
 }
 
-// NewHTTPServer returns an http.Server for h with the Serve* timeouts and
-// an error log on logger (nil discards), for a program that serves a
-// connector's handlers on listeners of its own (for example a public
-// listener for a web side).
+// NewHTTPServer returns an http.Server for h with the Serve* timeouts, at
+// most DefaultMaxConns open connections (see Options.MaxConns) and an error
+// log on logger (nil discards), for a program that serves a connector's
+// handlers on listeners of its own (for example a public listener for a web
+// side).
 func NewHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return newHTTPServer(h, logger, DefaultMaxConns)
+}
+
+func newHTTPServer(h http.Handler, logger *slog.Logger, maxConns int) *http.Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -56,6 +70,7 @@ func NewHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 		ReadTimeout:       ServeReadTimeout,
 		IdleTimeout:       ServeIdleTimeout,
 		MaxHeaderBytes:    ServeMaxHeaderBytes,
+		ConnState:         newConnLimiter(maxConns).state,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 }
@@ -88,7 +103,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	s.noteServeAddr(ln.Addr().String())
-	hs := NewHTTPServer(s, s.log)
+	hs := newHTTPServer(s, s.log, s.opts.MaxConns)
 	hs.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	s.log.Info("connector: serving", "addr", ln.Addr().String())
 	served := make(chan error, 1)

@@ -80,6 +80,7 @@ type Server struct {
 	cardJSON   []byte
 	healthJSON []byte
 	sockets    map[*session]struct{}
+	slots      int // data-plane slots reserved (Options.MaxSockets), see serveWS
 	leases     map[string]*lease
 	channels   map[string]*chanState
 	auth       *authTable
@@ -88,6 +89,7 @@ type Server struct {
 	attached   map[string]*attachment
 	ownStore   interface{ Close() error } // the default store opened by Start
 
+	logs   logLimiter // repetitive warnings, one line per kind every logEvery
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

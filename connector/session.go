@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -34,12 +35,14 @@ type session struct {
 	watch     *writeWatch    // reports frames written to the socket; nil when unavailable
 	idPrefix  string         // "pkt_" and a random part, unique per socket
 	idSeq     atomic.Uint64  // numbers the packets this socket sends
+	client    string         // the peer's host (remote IP), for per-client fairness
 	timers    timerpool.Pool // stopped *time.Timer for tool call timeouts
 
 	mu          sync.Mutex
 	connectorID string
 	neg         *protocol.Negotiated
 	queues      map[string]*workQueue
+	inBytes     int64                                   // bytes of the queued inbound frames (Options.InboundQueueBytes)
 	waiters     map[string]chan protocol.ChatAckPayload // chat.message packet_id -> ack
 }
 
@@ -49,16 +52,19 @@ type workQueue struct {
 }
 
 type work struct {
-	env *protocol.Envelope
-	err error
+	env  *protocol.Envelope
+	err  error
+	size int64 // the frame's bytes, counted in session.inBytes while queued
 }
 
 // controlKey is the queue of packets without a channel (hello, ping, a
 // first channel.open) and of every packet before hello completes.
 const controlKey = "\x00control"
 
-// controlQueue bounds the control queue (hello, ping, busy answers); a
-// flood beyond it is dropped with a log line.
+// controlQueue bounds the control queue (hello, ping, first opens); a
+// packet beyond it, or beyond Options.InboundQueueBytes, is answered at
+// once on the read loop (channel_busy, or invalid_packet for a frame that
+// is not a packet).
 const controlQueue = 1024
 
 // pingQueue bounds the pings awaiting their pong on one socket; a ping
@@ -78,14 +84,24 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "connector is not running", http.StatusServiceUnavailable)
 		return
 	}
-	if len(s.sockets) >= s.opts.MaxSockets {
+	// The slot is reserved here, under the same lock as the check, and
+	// held until the socket is gone: concurrent dials cannot pass
+	// MaxSockets between a check and the registration after the handshake.
+	if s.slots >= s.opts.MaxSockets {
 		s.mu.Unlock()
+		s.logLimited("sockets_full", "connector: data-plane socket refused: every slot is taken", "max_sockets", s.opts.MaxSockets)
 		http.Error(w, "too many data-plane connections", http.StatusServiceUnavailable)
 		return
 	}
+	s.slots++
 	s.wg.Add(1) // the handler goroutine runs the socket; Close waits for it
 	s.mu.Unlock()
-	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		s.slots--
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
 
 	var watch *writeWatch
 	if s.card.DeclaresProfile(protocol.ProfileIMv1) && canHijack(w) {
@@ -93,7 +109,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		w, watch = ww, &ww.watch
 	}
 	conn, err := wsconn.Accept(w, r, wsconn.Options{
-		ReadLimit: s.opts.MaxFrameBytes, SendQueue: s.opts.SendQueue, Logger: s.log,
+		ReadLimit: s.opts.MaxFrameBytes, SendQueue: s.opts.SendQueue, SendQueueBytes: s.opts.SendQueueBytes, Logger: s.log,
 	})
 	if err != nil {
 		s.log.Debug("connector: websocket accept failed", "err", err)
@@ -107,6 +123,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	sess := &session{
 		srv: s, conn: conn, ctx: ctx, cancel: cancel, watch: watch,
 		idPrefix: signurl.RandomID("pkt_")[:16] + "_", // 60 random bits
+		client:   clientHost(r.RemoteAddr),
 		sem:      make(chan struct{}, s.opts.Workers),
 		pings:    make(chan *protocol.Envelope, pingQueue),
 		queues:   map[string]*workQueue{},
@@ -124,9 +141,17 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.metrics.sockets.Inc()
 	s.log.Debug("connector: data plane connected")
 
+	// A socket that never says hello would hold its slot for ever.
+	helloTimer := time.AfterFunc(s.opts.HelloTimeout, func() {
+		if !sess.helloDone.Load() {
+			s.logLimited("hello_timeout", "connector: no connector.hello in time, socket closed", "hello_timeout", s.opts.HelloTimeout.String())
+			_ = conn.Close(websocket.StatusPolicyViolation, "hello_required: no connector.hello within "+s.opts.HelloTimeout.String())
+		}
+	})
 	sess.wg.Add(1)
 	go sess.ponger()
 	_ = conn.Run(ctx, sess.onFrame)
+	helloTimer.Stop()
 	cancel()
 	sess.wg.Wait()
 	s.detach(sess)
@@ -135,7 +160,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 }
 
 // onFrame runs on the read loop: it never blocks and never runs a handler.
-func (sess *session) onFrame(env *protocol.Envelope, _ []byte, err error) {
+func (sess *session) onFrame(env *protocol.Envelope, raw []byte, err error) {
 	s := sess.srv
 	if env != nil {
 		s.metrics.packetIn(env.Type)
@@ -158,13 +183,28 @@ func (sess *session) onFrame(env *protocol.Envelope, _ []byte, err error) {
 	if env != nil && sess.helloDone.Load() && env.ConnectorChannelID != "" {
 		key = env.ConnectorChannelID
 	}
-	if !sess.enqueue(key, work{env: env, err: err}) && env != nil && env.Type != protocol.TypeError {
-		// The channel's queue is full: answer busy through the control
-		// queue (best effort) instead of blocking the read loop.
-		if !sess.enqueue(controlKey, work{env: env, err: protocol.Errorf(protocol.CodeChannelBusy, "too many queued packets for this channel")}) {
-			s.log.Warn("connector: packet dropped, every queue is full", "type", metricType(env.Type))
-			s.metrics.dropped.Inc()
+	if sess.enqueue(key, work{env: env, err: err, size: int64(len(raw))}) {
+		return
+	}
+	// The queue (or the socket's inbound bytes) is full: the request is
+	// answered here, without keeping the frame. The answer waits for room
+	// in the writer's queue, which holds back reading from this peer (a
+	// peer that does not read its answers meets SendQueueBytes or the
+	// write timeout and is closed). An error packet gets no answer.
+	switch {
+	case env == nil:
+		perr := protocol.AsError(err)
+		if perr == nil {
+			perr = protocol.Errorf(protocol.CodeInvalidPacket, "invalid packet")
 		}
+		sess.sendError(nil, perr)
+	case env.Type == protocol.TypeError:
+		s.metrics.dropped.Inc()
+	default:
+		s.metrics.busy.Inc()
+		s.logLimited("queue_full", "connector: packets answered channel_busy: a queue of the socket is full",
+			"type", metricType(env.Type))
+		sess.sendError(env, protocol.Errorf(protocol.CodeChannelBusy, "too many queued packets for this connection or channel; retry later"))
 	}
 }
 
@@ -174,6 +214,9 @@ func (sess *session) enqueue(key string, w work) bool {
 	s := sess.srv
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
+	if sess.inBytes > 0 && sess.inBytes+w.size > s.opts.InboundQueueBytes {
+		return false
+	}
 	q := sess.queues[key]
 	if q == nil {
 		if len(sess.queues) >= s.opts.MaxChannelQueues && key != controlKey {
@@ -190,6 +233,7 @@ func (sess *session) enqueue(key string, w work) bool {
 		return false
 	}
 	q.items = append(q.items, w)
+	sess.inBytes += w.size
 	if !q.running {
 		q.running = true
 		sess.wg.Add(1)
@@ -271,25 +315,36 @@ func (sess *session) worker(key string, q *workQueue) {
 	for {
 		sess.mu.Lock()
 		if len(q.items) == 0 || sess.ctx.Err() != nil {
-			q.running = false
-			q.items = nil
-			delete(sess.queues, key)
+			sess.dropQueueLocked(key, q)
 			sess.mu.Unlock()
 			return
 		}
 		w := q.items[0]
+		q.items[0] = work{}
 		q.items = q.items[1:]
 		sess.mu.Unlock()
 		sess.process(w)
+		sess.mu.Lock()
+		sess.inBytes -= w.size
+		sess.mu.Unlock()
 	}
 }
 
 func (sess *session) stopQueue(key string, q *workQueue) {
 	sess.mu.Lock()
+	sess.dropQueueLocked(key, q)
+	sess.mu.Unlock()
+}
+
+// dropQueueLocked forgets queue key with what it still holds. The caller
+// holds sess.mu.
+func (sess *session) dropQueueLocked(key string, q *workQueue) {
+	for _, w := range q.items {
+		sess.inBytes -= w.size
+	}
 	q.running = false
 	q.items = nil
 	delete(sess.queues, key)
-	sess.mu.Unlock()
 }
 
 // deliverAck hands a chat.message.ack to the waiting sender, if any.
@@ -449,3 +504,13 @@ func (sess *session) reject(req *protocol.Envelope, perr *protocol.Error) {
 // a Card that declares IM v1 are watched: under the wrapper, wsconn's
 // corked bursts leave in one write(2) per buffer instead of one writev(2),
 // which IM v2 connectors need not pay for.
+
+// clientHost returns the host part of a remote address ("" when it has
+// none), the key of per-client fairness.
+func clientHost(remote string) string {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		return remote
+	}
+	return host
+}
