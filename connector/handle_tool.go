@@ -65,7 +65,7 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 	st := s.toolState(*cardTool, snap, snap.rec.Status, sess.negotiated())
 	if st.Status != protocol.ToolAvailable || st.TargetPermissionState == protocol.PermissionDenied ||
 		st.TargetPermissionState == protocol.PermissionRequiresReauth {
-		return nil, false, protocol.Errorf(protocol.CodeConnectorChannelUnavailable, "tool %s is %s on this channel", p.ToolID, st.Status)
+		return nil, false, s.unavailableError(p.ToolID, snap, st)
 	}
 	args := p.Arguments
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
@@ -92,7 +92,8 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 		call.ToolCallID, call.SessionID = p.Context.ToolCallID, p.Context.SessionID
 	}
 
-	idem := entry.opts.SideEffect && call.ToolCallID != ""
+	act := entry.opts.Mode == ToolAct
+	idem := (entry.opts.SideEffect || act) && call.ToolCallID != ""
 	hash := ""
 	if idem {
 		_, fields, err := stripChannelArg(args)
@@ -142,7 +143,8 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 			perr = protocol.Errorf(protocol.CodeToolInvokeFailed, "tool result is not valid JSON")
 		}
 	}
-	if idem && (perr == nil || (!perr.Retryable && perr.Code != protocol.CodeToolTimeout && perr.Code != protocol.CodeInternal)) {
+	// An act's every outcome is its answer to a repeat (ToolAct).
+	if idem && (perr == nil || act || (!perr.Retryable && perr.Code != protocol.CodeToolTimeout && perr.Code != protocol.CodeInternal)) {
 		rec := store.ToolCall{CardID: s.card.ConnectorCardID, ChannelID: id, ToolCallID: call.ToolCallID,
 			ToolID: p.ToolID, ArgsHash: hash, Result: result, CreatedAt: s.now()}
 		if perr != nil {

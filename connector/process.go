@@ -117,6 +117,9 @@ func (sess *session) process(w work) {
 				return
 			}
 		}
+		if sess.dispatchTool(env, invoke) { // ToolObserve and ToolAct leave the queue
+			return
+		}
 		sess.handleToolInvoke(env, invoke)
 	case protocol.TypeChatMessage:
 		sess.handleChatMessage(env)

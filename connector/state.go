@@ -20,7 +20,8 @@ type chanState struct {
 	rec     store.Channel // rec.Binding holds the encoded binding
 	binding Binding
 	tools   map[string]ToolAvailability
-	open    *session // socket the channel is open on, nil when none
+	open    *session  // socket the channel is open on, nil when none
+	lane    *toolLane // off-queue tool calls of the socket it names (device_dispatch.go)
 	// deferred marks outbox entries of the channel that may wait for a
 	// later attempt (deferIMv2, deferIMv1, deferRestored; see
 	// open_resume.go).

@@ -41,6 +41,10 @@ type ToolOptions struct {
 	Public bool
 	// Timeout bounds one call (default Options.ToolTimeout).
 	Timeout time.Duration
+	// Mode says whether calls run in the channel's order (ToolSerial, the
+	// default), as parallel observations (ToolObserve) or as serialised,
+	// idempotent control actions (ToolAct); see [ToolMode].
+	Mode ToolMode
 }
 
 // Call is one tool invocation handed to a handler. It is valid only during
