@@ -294,6 +294,7 @@ func TestDeviceState(t *testing.T) {
 		{connector.DevicePermissionDenied, protocol.StatusOffline, protocol.ToolDeniedByTarget, protocol.PermissionDenied, connector.CodeDevicePermissionDenied},
 		{connector.DeviceAvailable, protocol.StatusConnected, protocol.ToolAvailable, protocol.PermissionGranted, ""},
 	} {
+		drainPushes(c)
 		if err := h.SetDeviceState(ctx, tc.state, "because of "+string(tc.state)); err != nil {
 			t.Fatal(err)
 		}
@@ -387,5 +388,16 @@ func TestDeviceMedia(t *testing.T) {
 	}
 	if err := h.DeleteFile(ctx, "file_unknown"); err != nil {
 		t.Fatalf("deleting an unknown ref: %v", err)
+	}
+}
+
+// drainPushes drops the Descriptor pushes received so far.
+func drainPushes(c *connectortest.Client) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for {
+		if _, err := c.NextMatch(ctx, func(env *protocol.Envelope) bool { return env.Type == protocol.TypeDescriptorPush }); err != nil {
+			return
+		}
 	}
 }
