@@ -39,6 +39,9 @@ type DB struct {
 	hot hotStmts
 	// gc batches the hot write transactions on SQLite; nil on PostgreSQL.
 	gc *committer
+	// cache is the writer's outbox channel cache on SQLite (see
+	// outbox_cache.go); nil on PostgreSQL.
+	cache *outboxCache
 	// chanHot holds the prepared channel insert (see channels_hot.go).
 	chanHot channelHot
 }
@@ -93,7 +96,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	if db.dialect == dialectSQLite {
-		db.gc = newCommitter(db.w, opts.GroupCommitMax, opts.GroupCommitDelay)
+		db.cache = newOutboxCache()
+		db.gc = newCommitter(db, opts.GroupCommitMax, opts.GroupCommitDelay)
 	}
 	return db, nil
 }
@@ -119,6 +123,10 @@ func (db *DB) openSQLite(path string) error {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(walCheckpointPages)+")")
+	// Statement journals (a multi-row write that may need to undo itself,
+	// like the committer's grouped statements) stay in memory instead of
+	// being written to a temporary file.
+	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")
 	w, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {

@@ -39,8 +39,13 @@ var errClosed = errors.New("store: closed")
 
 // gcOp is one operation waiting for the committer.
 type gcOp struct {
-	ctx  context.Context
-	f    func(ctx context.Context, tx *sql.Tx) error
+	ctx context.Context
+	f   func(ctx context.Context, tx *sql.Tx) error
+	// fin and inb, when set, mark an outbox finish or an inbox put that a
+	// batch runs together with the others of its kind, a few statements
+	// for all of them (batch.go); f runs it alone when the batch fails.
+	fin  *finishReq
+	inb  *inboxReq
 	done chan error // capacity 1
 }
 
@@ -48,6 +53,7 @@ type gcOp struct {
 // the single SQLite writer connection. Its methods are safe for concurrent
 // use.
 type committer struct {
+	db      *DB
 	w       *sql.DB
 	maxOps  int
 	delay   time.Duration
@@ -65,13 +71,20 @@ type committer struct {
 	errs []error
 
 	// batches and batched count the committed transactions and the operations
-	// in them (for benchmarks: batched/batches is the mean batch size).
+	// in them (for benchmarks: batched/batches is the mean batch size);
+	// busy is the time spent running and committing them.
 	batches, batched atomic.Int64
+	busy             atomic.Int64 // nanoseconds
+
+	// fins and inbs collect the grouped operations of the batch being run
+	// (loop goroutine only).
+	fins []*gcOp
+	inbs []*gcOp
 }
 
 // newCommitter starts the committer goroutine; close stops it.
-func newCommitter(w *sql.DB, maxOps int, delay time.Duration) *committer {
-	c := &committer{w: w, maxOps: maxOps, delay: delay, ops: make(chan *gcOp, maxOps),
+func newCommitter(db *DB, maxOps int, delay time.Duration) *committer {
+	c := &committer{db: db, w: db.w, maxOps: maxOps, delay: delay, ops: make(chan *gcOp, maxOps),
 		quit: make(chan struct{}), stopped: make(chan struct{})}
 	go c.loop()
 	return c
@@ -82,15 +95,20 @@ func newCommitter(w *sql.DB, maxOps int, delay time.Duration) *committer {
 // held by the batch) and must not keep tx. When do returns nil the effects
 // of f are committed.
 func (c *committer) do(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error) error {
+	return c.doOp(ctx, f, nil, nil)
+}
+
+// doOp is do for an operation that may be grouped (fin or inb set).
+func (c *committer) doOp(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error, fin *finishReq, inb *inboxReq) error {
 	op, _ := c.free.Get().(*gcOp)
 	if op == nil {
 		op = &gcOp{done: make(chan error, 1)}
 	}
-	op.ctx, op.f = ctx, f
+	op.ctx, op.f, op.fin, op.inb = ctx, f, fin, inb
 	defer func() {
 		// op.done is empty again: it was never sent, or its answer was
 		// taken below.
-		op.ctx, op.f = nil, nil
+		op.ctx, op.f, op.fin, op.inb = nil, nil, nil, nil
 		c.free.Put(op)
 	}()
 	c.mu.RLock()
@@ -186,13 +204,16 @@ func (c *committer) loop() {
 	}
 }
 
-// run executes batch in one transaction and answers every operation. When
-// an operation fails, the transaction is rolled back (so the failed
-// operation leaves nothing behind) and the others run again, one
-// transaction each; operations reset their results when they start, so a
-// second run is safe.
+// run executes batch in one transaction and answers every operation. The
+// outbox finishes and the inbox puts of the batch run grouped, after the
+// other operations (see batch.go). When an operation or a group fails,
+// the transaction is rolled back (so the failure leaves nothing behind)
+// and the others run again, one transaction each; operations reset their
+// results when they start, so a second run is safe.
 func (c *committer) run(batch []*gcOp) {
-	if len(batch) == 1 {
+	start := time.Now()
+	defer func() { c.busy.Add(int64(time.Since(start))) }()
+	if len(batch) == 1 && batch[0].fin == nil && batch[0].inb == nil {
 		batch[0].done <- c.runOne(batch[0])
 		return
 	}
@@ -212,17 +233,41 @@ func (c *committer) run(batch []*gcOp) {
 		return
 	}
 	failed := -1
+	if err := c.db.cache.check(context.Background(), tx); err != nil {
+		failed = len(batch) // none failed: every operation runs alone
+	}
+	fins, inbs := c.fins[:0], c.inbs[:0]
 	for i, op := range batch {
+		if failed >= 0 {
+			break
+		}
 		if errs[i] = op.ctx.Err(); errs[i] != nil {
+			continue
+		}
+		switch {
+		case op.fin != nil:
+			fins = append(fins, op)
+			continue
+		case op.inb != nil:
+			inbs = append(inbs, op)
 			continue
 		}
 		if errs[i] = op.f(context.WithoutCancel(op.ctx), tx); errs[i] != nil {
 			failed = i
-			break
 		}
 	}
+	if failed < 0 && len(fins) > 0 && c.db.finishGroup(tx, fins) != nil {
+		failed = len(batch)
+	}
+	if failed < 0 && len(inbs) > 0 && c.db.inboxGroup(tx, inbs) != nil {
+		failed = len(batch)
+	}
+	clear(fins)
+	clear(inbs)
+	c.fins, c.inbs = fins[:0], inbs[:0]
 	if failed >= 0 {
 		tx.Rollback()
+		c.db.cache.reset() // it may hold changes that were rolled back
 		for i, op := range batch {
 			switch {
 			case i == failed || errs[i] != nil && i < failed:
@@ -234,6 +279,7 @@ func (c *committer) run(batch []*gcOp) {
 		return
 	}
 	if err := tx.Commit(); err != nil {
+		c.db.cache.reset()
 		err = fmt.Errorf("store: commit: %w", err)
 		for _, op := range batch {
 			op.done <- err
@@ -256,16 +302,42 @@ func (c *committer) runOne(op *gcOp) error {
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	if err := op.f(context.WithoutCancel(op.ctx), tx); err != nil {
+	if err := c.db.cache.check(context.Background(), tx); err != nil {
 		tx.Rollback()
 		return err
 	}
+	if err := op.f(context.WithoutCancel(op.ctx), tx); err != nil {
+		tx.Rollback()
+		c.db.cache.reset()
+		return err
+	}
 	if err := tx.Commit(); err != nil {
+		c.db.cache.reset()
 		return fmt.Errorf("store: commit: %w", err)
 	}
 	c.batches.Add(1)
 	c.batched.Add(1)
 	return nil
+}
+
+// CommitStats are the counters of the SQLite group committer.
+type CommitStats struct {
+	// Commits is the number of write transactions committed.
+	Commits int64
+	// Ops is the number of operations in them: Ops/Commits is the mean
+	// number of operations per commit.
+	Ops int64
+	// Busy is the time the committer spent running and committing them.
+	Busy time.Duration
+}
+
+// CommitStats returns the group committer's counters since Open; zero on
+// PostgreSQL, where each operation is a transaction of its own.
+func (db *DB) CommitStats() CommitStats {
+	if db.gc == nil {
+		return CommitStats{}
+	}
+	return CommitStats{Commits: db.gc.batches.Load(), Ops: db.gc.batched.Load(), Busy: time.Duration(db.gc.busy.Load())}
 }
 
 // batch runs f in one write transaction: through the group committer on

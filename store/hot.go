@@ -22,9 +22,10 @@ type hotStmt struct {
 // hotStmts are the statements of the hot path, a fixed set.
 type hotStmts struct {
 	// writer, used inside transactions
-	obProbe, obLookup, ocLookup, obInsert, obDelete, ocUpsert, obRetry hotStmt
-	obHead, obResched, obFast                                          hotStmt
-	inInsert, inLookup, inCountUp, inCountSub, inTrim                  hotStmt
+	obProbe, obLookup, ocLookup, obInsert, obDelete, ocUpsert, obRetry    hotStmt
+	obHead, obResched, obNew, obChanInfo, obFinish, ocInsertMany, obHeads hotStmt
+	inInsertMany, inCountMany                                             hotStmt
+	inInsert, inLookup, inCountUp, inCountSub, inTrim                     hotStmt
 	// readers
 	rDue, rNext, rHead, rPending, rOutcome, rInbox hotStmt
 }
@@ -46,18 +47,47 @@ const (
 		(SELECT COUNT(*) FROM outbox WHERE queue = $1 AND channel = $2)`
 	sqlObInsert = `INSERT INTO outbox (queue, channel, message_id, payload, created_at, expires_at, attempts, next_attempt, last_error)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`
-	// sqlObFast is the whole common enqueue in one statement (SQLite): the
-	// insert happens only when the key is neither pending nor done, no
-	// entry of the channel is expired and the channel is below capacity
-	// (?11; 0 means none); it returns the seq and whether the entry is its
-	// channel's head. No row means "not that simple": the caller probes.
-	sqlObFast = `INSERT INTO outbox (queue, channel, message_id, payload, created_at, expires_at, attempts, next_attempt, last_error)
+	// sqlObNew is the common enqueue (SQLite), when the channel cache
+	// says the channel has room and nothing expired: the insert happens
+	// unless the key has an outcome (one read of its key) or is pending
+	// (the key's unique index); no row means one of the two.
+	sqlObNew = `INSERT INTO outbox (queue, channel, message_id, payload, created_at, expires_at, attempts, next_attempt, last_error)
 		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
-		WHERE NOT EXISTS (SELECT 1 FROM outbox WHERE queue = ?1 AND channel = ?2 AND message_id = ?3)
-		AND NOT EXISTS (SELECT 1 FROM outbox_outcomes WHERE queue = ?1 AND channel = ?2 AND message_id = ?3)
-		AND NOT EXISTS (SELECT 1 FROM outbox WHERE queue = ?1 AND channel = ?2 AND expires_at <= ?10)
-		AND (?11 <= 0 OR (SELECT COUNT(*) FROM outbox WHERE queue = ?1 AND channel = ?2) < ?11)
-		RETURNING seq, NOT EXISTS (SELECT 1 FROM outbox p WHERE p.queue = ?1 AND p.channel = ?2 AND p.seq < outbox.seq)`
+		WHERE NOT EXISTS (SELECT 1 FROM outbox_outcomes WHERE queue = ?1 AND channel = ?2 AND message_id = ?3)
+		ON CONFLICT (queue, channel, message_id) DO NOTHING RETURNING seq`
+	// sqlObChanInfo fills the channel cache: a channel's size and earliest
+	// expiry (index outbox_channel_expiry).
+	sqlObChanInfo = `SELECT COUNT(*), MIN(expires_at) FROM outbox WHERE queue = ? AND channel = ?`
+	// The batched statements of the committer (SQLite, batch.go) take
+	// their rows as one JSON array (json_each), so one prepared statement
+	// serves every batch size.
+	//
+	// sqlObFinish deletes the pending entries named by [queue, channel,
+	// message_id] triples and returns the keys it deleted.
+	sqlObFinish = `DELETE FROM outbox WHERE (queue, channel, message_id) IN
+		(SELECT value->>0, value->>1, value->>2 FROM json_each(?)) RETURNING queue, channel, message_id`
+	// sqlOcInsertMany records outcomes given as arrays in the order of
+	// outcomeCols.
+	sqlOcInsertMany = `INSERT INTO outbox_outcomes (` + outcomeCols + `)
+		SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8, value->>9
+		FROM json_each(?) WHERE true
+		ON CONFLICT (queue, channel, message_id) DO UPDATE SET kind = excluded.kind, code = excluded.code,
+		message = excluded.message, attempts = excluded.attempts, created_at = excluded.created_at,
+		expires_at = excluded.expires_at, at = excluded.at`
+	// sqlObHeads returns the heads of the channels named by [queue,
+	// channel] pairs (index outbox_channel).
+	sqlObHeads = `SELECT ` + outboxCols + ` FROM outbox WHERE seq IN (SELECT
+		(SELECT MIN(p.seq) FROM outbox p WHERE p.queue = j.value->>0 AND p.channel = j.value->>1) FROM json_each(?) j)`
+	// sqlInInsertMany stores inbox records given as [queue, channel,
+	// message_id, hash, at] and returns the keys it inserted.
+	sqlInInsertMany = `INSERT INTO inbox (queue, channel, message_id, hash, at)
+		SELECT value->>0, value->>1, value->>2, value->>3, value->>4 FROM json_each(?) WHERE true
+		ON CONFLICT (queue, channel, message_id) DO NOTHING RETURNING queue, channel, message_id`
+	// sqlInCountMany adds [queue, channel, k] to the channels' record
+	// counts and returns the new counts.
+	sqlInCountMany = `INSERT INTO inbox_counts (queue, channel, n)
+		SELECT value->>0, value->>1, value->>2 FROM json_each(?) WHERE true
+		ON CONFLICT (queue, channel) DO UPDATE SET n = inbox_counts.n + excluded.n RETURNING queue, channel, n`
 	sqlObDelete = `DELETE FROM outbox WHERE queue = ? AND channel = ? AND message_id = ?`
 	sqlOcUpsert = `INSERT INTO outbox_outcomes (` + outcomeCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (queue, channel, message_id) DO UPDATE SET kind = excluded.kind, code = excluded.code,
@@ -96,7 +126,9 @@ func (db *DB) prepareHot(ctx context.Context) error {
 		q    string
 	}{
 		{&h.obLookup, db.w, sqlObLookup}, {&h.ocLookup, db.w, sqlOcLookup}, {&h.obProbe, db.w, sqlObProbe},
-		{&h.obInsert, db.w, sqlObInsert}, {&h.obFast, db.w, sqlObFast}, {&h.obDelete, db.w, sqlObDelete}, {&h.ocUpsert, db.w, sqlOcUpsert},
+		{&h.obInsert, db.w, sqlObInsert}, {&h.obNew, db.w, sqlObNew}, {&h.obChanInfo, db.w, sqlObChanInfo},
+		{&h.obFinish, db.w, sqlObFinish}, {&h.ocInsertMany, db.w, sqlOcInsertMany}, {&h.obHeads, db.w, sqlObHeads},
+		{&h.inInsertMany, db.w, sqlInInsertMany}, {&h.inCountMany, db.w, sqlInCountMany}, {&h.obDelete, db.w, sqlObDelete}, {&h.ocUpsert, db.w, sqlOcUpsert},
 		{&h.obRetry, db.w, sqlObRetry}, {&h.inInsert, db.w, sqlInInsert}, {&h.inLookup, db.w, sqlInLookup},
 		{&h.inCountUp, db.w, sqlInCountUp}, {&h.inCountSub, db.w, sqlInCountSub}, {&h.inTrim, db.w, sqlInTrim}, {&h.obHead, db.w, sqlHead}, {&h.obResched, db.w, sqlResched},
 		{&h.rDue, db.r, sqlDue}, {&h.rNext, db.r, sqlNext}, {&h.rHead, db.r, sqlHead}, {&h.rPending, db.r, sqlPending},
@@ -108,8 +140,8 @@ func (db *DB) prepareHot(ctx context.Context) error {
 			switch p.s {
 			case &h.obProbe:
 				p.s.query = sqlObProbePG
-			case &h.obFast:
-				p.s.query = "" // SQLite only: PostgreSQL probes
+			case &h.obNew, &h.obChanInfo, &h.obFinish, &h.ocInsertMany, &h.obHeads, &h.inInsertMany, &h.inCountMany:
+				p.s.query = "" // SQLite only: PostgreSQL probes, one operation per transaction
 			}
 			continue
 		}
@@ -125,7 +157,7 @@ func (db *DB) prepareHot(ctx context.Context) error {
 // closeHot closes the prepared statements.
 func (db *DB) closeHot() {
 	h := &db.hot
-	for _, s := range []*hotStmt{&h.obLookup, &h.ocLookup, &h.obProbe, &h.obInsert, &h.obFast, &h.obDelete, &h.ocUpsert,
+	for _, s := range []*hotStmt{&h.obLookup, &h.ocLookup, &h.obProbe, &h.obInsert, &h.obNew, &h.obChanInfo, &h.obFinish, &h.ocInsertMany, &h.obHeads, &h.inInsertMany, &h.inCountMany, &h.obDelete, &h.ocUpsert,
 		&h.obRetry, &h.inInsert, &h.inLookup, &h.inCountUp, &h.inCountSub, &h.inTrim, &h.obHead, &h.obResched, &h.rDue, &h.rNext, &h.rHead, &h.rPending, &h.rOutcome, &h.rInbox} {
 		if s.st != nil {
 			s.st.Close()

@@ -30,35 +30,45 @@ func (db *DB) InboxGet(ctx context.Context, queue, channel, messageID string) (d
 	return r, true, nil
 }
 
-// InboxPut implements delivery.InboxStorage (group committed on SQLite:
-// it returns after the record is committed). Table inbox_counts keeps each
-// channel's record count, so that the bound is checked by one row.
+// InboxPut implements delivery.InboxStorage (group committed on SQLite,
+// where the puts of one batch share their statements: it returns after
+// the record is committed). Table inbox_counts keeps each channel's record
+// count, so that the bound is checked by one row.
 func (db *DB) InboxPut(ctx context.Context, r delivery.InboxRecord, maxPerChannel int) (delivery.InboxRecord, bool, error) {
-	var existing delivery.InboxRecord
-	var inserted bool
-	err := db.batch(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		existing, inserted = delivery.InboxRecord{}, false
-		res, err := txExec(ctx, tx, &db.hot.inInsert, r.Queue, r.Channel, r.MessageID, r.Hash, ts(r.At))
+	req := inboxReq{r: r, max: maxPerChannel}
+	one := func(ctx context.Context, tx *sql.Tx) error { return db.inboxPutOne(ctx, tx, &req) }
+	var err error
+	if db.gc == nil {
+		err = db.batch(ctx, one)
+	} else {
+		err = db.gc.doOp(ctx, one, nil, &req)
+	}
+	return req.existing, req.inserted, err
+}
+
+// inboxPutOne is one InboxPut in tx.
+func (db *DB) inboxPutOne(ctx context.Context, tx *sql.Tx, req *inboxReq) error {
+	r := req.r
+	req.existing, req.inserted = delivery.InboxRecord{}, false
+	res, err := txExec(ctx, tx, &db.hot.inInsert, r.Queue, r.Channel, r.MessageID, r.Hash, ts(r.At))
+	if err != nil {
+		return fmt.Errorf("store: inbox put: %w", err)
+	}
+	if req.inserted = affected(res) > 0; !req.inserted {
+		req.existing, err = scanInbox(txRow(ctx, tx, &db.hot.inLookup, r.Queue, r.Channel, r.MessageID))
 		if err != nil {
 			return fmt.Errorf("store: inbox put: %w", err)
 		}
-		if inserted = affected(res) > 0; !inserted {
-			existing, err = scanInbox(txRow(ctx, tx, &db.hot.inLookup, r.Queue, r.Channel, r.MessageID))
-			if err != nil {
-				return fmt.Errorf("store: inbox put: %w", err)
-			}
-			return nil
-		}
-		var n int
-		if err := txRow(ctx, tx, &db.hot.inCountUp, r.Queue, r.Channel).Scan(&n); err != nil {
-			return fmt.Errorf("store: inbox put: count: %w", err)
-		}
-		if maxPerChannel <= 0 || n <= maxPerChannel {
-			return nil
-		}
-		return db.inboxTrim(ctx, tx, r.Queue, r.Channel, n-maxPerChannel)
-	})
-	return existing, inserted, err
+		return nil
+	}
+	var n int
+	if err := txRow(ctx, tx, &db.hot.inCountUp, r.Queue, r.Channel).Scan(&n); err != nil {
+		return fmt.Errorf("store: inbox put: count: %w", err)
+	}
+	if req.max <= 0 || n <= req.max {
+		return nil
+	}
+	return db.inboxTrim(ctx, tx, r.Queue, r.Channel, n-req.max)
 }
 
 // inboxTrim deletes the excess oldest records of a channel and lowers its

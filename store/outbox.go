@@ -74,7 +74,10 @@ func (db *DB) dropEntries(ctx context.Context, tx *sql.Tx, kind delivery.Outcome
 
 // OutboxEnqueue implements delivery.OutboxStorage. On SQLite it is group
 // committed (see groupcommit.go): it returns after its transaction
-// committed.
+// committed. There the common case is one statement: the channel's size
+// and earliest expiry come from the writer's channel cache
+// (outbox_cache.go), a message_id already pending is caught by the key's
+// unique index and one already done by one read of the outcomes' key.
 func (db *DB) OutboxEnqueue(ctx context.Context, e delivery.Entry, capacity int, now time.Time) (delivery.EnqueueResult, error) {
 	var res delivery.EnqueueResult
 	err := db.batch(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -82,17 +85,14 @@ func (db *DB) OutboxEnqueue(ctx context.Context, e delivery.Entry, capacity int,
 		if err := db.lock(ctx, tx, "outbox:"+e.Queue+"\x00"+e.Channel); err != nil {
 			return err
 		}
-		if db.hot.obFast.st != nil {
-			var head bool
-			err := txRow(ctx, tx, &db.hot.obFast, e.Queue, e.Channel, e.MessageID, nonNil(e.Payload), ts(e.CreatedAt),
-				ts(e.ExpiresAt), e.Attempts, ts(e.NextAttempt), e.LastError, ts(now), max(capacity, 0)).Scan(&e.Seq, &head)
-			switch {
-			case err == nil:
-				res.Status, res.Entry, res.Head = delivery.Enqueued, e, head
-				return nil
-			case !errors.Is(err, sql.ErrNoRows):
-				return fmt.Errorf("store: enqueue: %w", err)
+		if db.cache != nil {
+			ok, err := db.enqueueCached(ctx, tx, &e, capacity, now, &res)
+			if err != nil || ok {
+				return err
 			}
+			// Pending, done, expired or full: the probe below finds which,
+			// and the channel is read again by the next enqueue.
+			db.cache.forget(e.Queue, e.Channel)
 		}
 		var pending, done bool
 		var minExp sql.NullInt64
@@ -145,11 +145,44 @@ func (db *DB) OutboxEnqueue(ctx context.Context, e delivery.Entry, capacity int,
 	return res, err
 }
 
+// enqueueCached is the common enqueue on SQLite: when the cache says the
+// channel has room and no expired entry, one INSERT stores e unless its
+// key is pending or done. ok reports that e was stored (res is set);
+// otherwise nothing changed.
+func (db *DB) enqueueCached(ctx context.Context, tx *sql.Tx, e *delivery.Entry, capacity int, now time.Time, res *delivery.EnqueueResult) (bool, error) {
+	ci, err := db.cache.get(ctx, db, tx, e.Queue, e.Channel)
+	if err != nil {
+		return false, err
+	}
+	if ci.minExp <= ts(now) || capacity > 0 && ci.n >= capacity {
+		return false, nil
+	}
+	err = txRow(ctx, tx, &db.hot.obNew, e.Queue, e.Channel, e.MessageID, nonNil(e.Payload), ts(e.CreatedAt),
+		ts(e.ExpiresAt), e.Attempts, ts(e.NextAttempt), e.LastError).Scan(&e.Seq)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("store: enqueue: %w", err)
+	}
+	db.cache.added(e.Queue, e.Channel, ts(e.ExpiresAt))
+	res.Status, res.Entry, res.Head = delivery.Enqueued, *e, ci.n == 0
+	return true, nil
+}
+
 func nonNil(b []byte) []byte {
 	if b == nil {
 		return []byte{}
 	}
 	return b
+}
+
+// cacheRemoved tells the channel cache (SQLite) that k entries left a
+// channel.
+func (db *DB) cacheRemoved(queue, channel string, k int) {
+	if db.cache != nil {
+		db.cache.removed(queue, channel, k)
+	}
 }
 
 // isHead restricts outbox o to channel heads: no older entry in its channel.
@@ -215,51 +248,61 @@ func (db *DB) OutboxReschedule(ctx context.Context, queue, channel string, at ti
 }
 
 // OutboxFinish implements delivery.OutboxStorage (group committed on
-// SQLite: it returns after the outcome is committed).
+// SQLite, where the finishes of one batch share their statements: it
+// returns after the outcome is committed).
 func (db *DB) OutboxFinish(ctx context.Context, o delivery.Outcome) (bool, error) {
-	var ok bool
-	err := db.batch(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := txExec(ctx, tx, &db.hot.obDelete, o.Queue, o.Channel, o.MessageID)
-		if err != nil {
-			return fmt.Errorf("store: outbox finish: %w", err)
-		}
-		if ok = affected(res) > 0; !ok {
-			return nil
-		}
-		return db.recordOutcome(ctx, tx, o)
-	})
-	return ok, err
+	req := finishReq{o: o}
+	err := db.finish(ctx, &req)
+	return req.ok, err
 }
 
 // OutboxFinishNext implements delivery.OutboxFinishNextStorage (group
 // committed on SQLite): OutboxFinish and the channel's new head in one
 // transaction.
 func (db *DB) OutboxFinishNext(ctx context.Context, o delivery.Outcome) (bool, delivery.Entry, bool, error) {
-	var ok, hasNext bool
-	var next delivery.Entry
-	err := db.batch(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		ok, hasNext, next = false, false, delivery.Entry{}
-		res, err := txExec(ctx, tx, &db.hot.obDelete, o.Queue, o.Channel, o.MessageID)
-		if err != nil {
-			return fmt.Errorf("store: outbox finish: %w", err)
-		}
-		if ok = affected(res) > 0; !ok {
-			return nil
-		}
-		if err := db.recordOutcome(ctx, tx, o); err != nil {
-			return err
-		}
-		next, err = scanEntry(txRow(ctx, tx, &db.hot.obHead, o.Queue, o.Channel))
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return nil
-		case err != nil:
-			return fmt.Errorf("store: outbox finish: next head: %w", err)
-		}
-		hasNext = true
+	req := finishReq{o: o, next: true}
+	err := db.finish(ctx, &req)
+	return req.ok, req.head, req.hasHead, err
+}
+
+// finish runs one finish: grouped with the others of its batch on SQLite,
+// alone in a transaction on PostgreSQL.
+func (db *DB) finish(ctx context.Context, req *finishReq) error {
+	one := func(ctx context.Context, tx *sql.Tx) error { return db.finishOne(ctx, tx, req) }
+	if db.gc == nil {
+		return db.batch(ctx, one)
+	}
+	return db.gc.doOp(ctx, one, req, nil)
+}
+
+// finishOne is one finish in tx: the delete, the outcome and, when asked,
+// the channel's next head.
+func (db *DB) finishOne(ctx context.Context, tx *sql.Tx, req *finishReq) error {
+	o := req.o
+	req.ok, req.head, req.hasHead = false, delivery.Entry{}, false
+	res, err := txExec(ctx, tx, &db.hot.obDelete, o.Queue, o.Channel, o.MessageID)
+	if err != nil {
+		return fmt.Errorf("store: outbox finish: %w", err)
+	}
+	if req.ok = affected(res) > 0; !req.ok {
 		return nil
-	})
-	return ok, next, hasNext, err
+	}
+	db.cacheRemoved(o.Queue, o.Channel, 1)
+	if err := db.recordOutcome(ctx, tx, o); err != nil {
+		return err
+	}
+	if !req.next {
+		return nil
+	}
+	next, err := scanEntry(txRow(ctx, tx, &db.hot.obHead, o.Queue, o.Channel))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("store: outbox finish: next head: %w", err)
+	}
+	req.head, req.hasHead = next, true
+	return nil
 }
 
 // OutboxExpire implements delivery.OutboxStorage.
@@ -269,6 +312,9 @@ func (db *DB) OutboxExpire(ctx context.Context, queue string, now time.Time, lim
 		var err error
 		out, err = db.dropEntries(ctx, tx, delivery.OutcomeExpired, "", "expired before delivery", now,
 			`SELECT seq FROM outbox WHERE queue = ? AND expires_at <= ? ORDER BY expires_at LIMIT ?`, queue, ts(now), max(limit, 0))
+		if len(out) > 0 {
+			db.cache.reset() // while this transaction holds the writer
+		}
 		return err
 	})
 	return out, err
@@ -342,6 +388,9 @@ func (db *DB) OutboxDeleteChannel(ctx context.Context, queue, channel string) (i
 			return fmt.Errorf("store: outbox delete channel: %w", err)
 		}
 		n = affected(res)
+		if n > 0 && db.cache != nil {
+			db.cache.forget(queue, channel) // while this transaction holds the writer
+		}
 		if _, err := tx.ExecContext(ctx, db.q(`DELETE FROM outbox_outcomes WHERE queue = ? AND channel = ?`), queue, channel); err != nil {
 			return fmt.Errorf("store: outbox delete channel: %w", err)
 		}

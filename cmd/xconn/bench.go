@@ -22,6 +22,7 @@ func newBenchCmd() *cobra.Command {
 		asJSON    bool
 		quiet     bool
 		cpuProf   string
+		memProf   string
 		tracePath string
 	)
 	cmd := &cobra.Command{
@@ -41,6 +42,13 @@ With default flags the whole run takes under three minutes on two cores.`,
 			}
 			if cpuProf != "" {
 				stop, err := startCPUProfile(cpuProf)
+				if err != nil {
+					return &exitError{code: 1, err: err}
+				}
+				defer stop()
+			}
+			if memProf != "" {
+				stop, err := startMemProfile(memProf)
 				if err != nil {
 					return &exitError{code: 1, err: err}
 				}
@@ -92,10 +100,13 @@ With default flags the whole run takes under three minutes on two cores.`,
 	f.IntVar(&cfg.MessageSize, "message-size", bench.DefaultMessageSize, "text bytes of tool arguments and chat messages")
 	f.IntVar(&cfg.Channels, "channels", bench.DefaultChannels, "channels opened by the channels scenario")
 	f.Int64Var(&cfg.FileSize, "file-size", bench.DefaultFileSize, "bytes moved each way by the files scenario")
-	f.IntVar(&cfg.ChatChannels, "chat-channels", bench.DefaultChatChannels, "channels the inbound and outbound messages are spread over")
+	f.IntSliceVar(&cfg.ChatChannels, "chat-channels", bench.DefaultChatChannels(), "channel counts the inbound and outbound messages are spread over, one row each (comma-separated)")
+	f.StringVar(&cfg.Store, "store", "", "store of inbound and outbound: a postgres://... DSN runs them on PostgreSQL (a schema per side, dropped at the end) next to raw PostgreSQL baselines; default one SQLite file per side")
+	f.IntVar(&cfg.FileRuns, "file-runs", bench.DefaultFileRuns, "transfers each way of the files scenario and writes of its disk baseline; the median is reported")
 	f.IntVar(&cfg.HostChannels, "host-channels", bench.DefaultHostChannels, "channels the channels scenario signs in through the host")
 	f.DurationVar(&cfg.ChannelsBudget, "channels-budget", bench.DefaultChannelsBudget, "time bound of each phase of the channels scenario")
 	f.StringVar(&cpuProf, "cpuprofile", "", "write a CPU profile of the run to this file (read it with go tool pprof -top)")
+	f.StringVar(&memProf, "memprofile", "", "write an allocation profile of the run to this file at its end (read it with go tool pprof -sample_index=alloc_objects -top)")
 	f.StringVar(&tracePath, "trace", "", "write a runtime execution trace of the invoke scenario's open-loop phase (its p99 at half of peak) to this file (read it with go tool trace -pprof=sched)")
 	f.StringVar(&cfg.Dir, "dir", "", "directory for SQLite and transfer files (default: a temporary directory)")
 	f.BoolVar(&quiet, "quiet", false, "do not print progress to stderr")
@@ -115,6 +126,19 @@ func startCPUProfile(path string) (func(), error) {
 	}
 	return func() {
 		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
+}
+
+// startMemProfile returns a function that writes the allocation profile
+// (every allocation since the start of the process, sampled) into path.
+func startMemProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("memory profile: %w", err)
+	}
+	return func() {
+		_ = pprof.Lookup("allocs").WriteTo(f, 0)
 		_ = f.Close()
 	}, nil
 }

@@ -54,11 +54,13 @@ func runHTTPCopy(ctx context.Context, cfg Config, _ *env) ([]Result, error) {
 	if err := get(min(cfg.FileSize, 8<<20)); err != nil { // warm-up
 		return nil, err
 	}
-	m, err := timeOne(func() error { return get(cfg.FileSize) })
+	m, err := medianOf(cfg.FileRuns, func(int) error { return get(cfg.FileSize) })
 	if err != nil {
 		return nil, err
 	}
-	return []Result{fileResult(nameHTTPCopy, cfg.FileSize, m)}, nil
+	res := fileResult(nameHTTPCopy, cfg.FileSize, m)
+	res.Extra = fileExtras(cfg, m, nil, 0)
+	return []Result{res}, nil
 }
 
 // timeOne measures one call of fn.

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 func tinyConfig(t *testing.T) Config {
 	return Config{Duration: 150 * time.Millisecond, Warmup: 30 * time.Millisecond, InFlight: 4,
 		Channels: 40, HostChannels: 10, FileSize: 1 << 20, SlowChannels: []int{1, 2},
-		HandlerLatency: 2 * time.Millisecond, PingInterval: 5 * time.Millisecond, ChatChannels: 2,
+		HandlerLatency: 2 * time.Millisecond, PingInterval: 5 * time.Millisecond, ChatChannels: []int{1, 2}, FileRuns: 2,
 		Dir: t.TempDir()}
 }
 
@@ -37,8 +37,8 @@ func TestRunEveryScenario(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	want := []string{nameWSEcho, "invoke", "invoke-sdk", "ping", "invoke-slow/1", "invoke-slow/2",
-		nameSQLiteSingle, nameSQLiteBatch, "inbound", "outbound", "channels-sdk", "channels-host",
-		nameHTTPCopy, "files-upload", "files-download"}
+		nameSQLiteSingle, nameSQLiteBatch, "inbound/1", "inbound/2", "outbound/1", "outbound/2", "channels-sdk", "channels-host",
+		nameHTTPCopy, nameDiskWrite, "files-upload", "files-download"}
 	var got []string
 	for _, r := range rep.Results {
 		got = append(got, r.Name)
@@ -78,6 +78,39 @@ func TestRunEveryScenario(t *testing.T) {
 	}
 	if len(back.Results) != len(rep.Results) || back.Results[1].Ratio != rep.Results[1].Ratio {
 		t.Errorf("JSON round trip changed the report")
+	}
+}
+
+// TestChatOnPostgres runs inbound and outbound on PostgreSQL next to the
+// raw PostgreSQL baselines (skipped without XCONN_TEST_POSTGRES).
+func TestChatOnPostgres(t *testing.T) {
+	dsn := os.Getenv("XCONN_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("XCONN_TEST_POSTGRES is not set; the PostgreSQL bench rows are not run")
+	}
+	cfg := tinyConfig(t)
+	cfg.Store, cfg.ChatChannels = dsn, []int{3}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, cfg, "inbound", "outbound")
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	var names []string
+	for _, r := range rep.Results {
+		names = append(names, r.Name)
+		if r.Error != "" {
+			t.Errorf("%s: %s", r.Name, r.Error)
+		}
+		if strings.HasPrefix(r.Name, "inbound") || strings.HasPrefix(r.Name, "outbound") {
+			if r.Baseline != namePGBatch || r.Ratio <= 0 || r.Ops <= 0 {
+				t.Errorf("%s: baseline %q ratio %v ops %d, want a ratio to %s", r.Name, r.Baseline, r.Ratio, r.Ops, namePGBatch)
+			}
+		}
+	}
+	want := []string{nameSQLiteSingle, nameSQLiteBatch, namePGSingle, namePGBatch, "inbound/3", "outbound/3"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("rows = %v, want %v", names, want)
 	}
 }
 

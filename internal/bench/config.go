@@ -31,11 +31,15 @@ const (
 	// DefaultMessageSize is the text size of tool arguments and chat
 	// messages.
 	DefaultMessageSize = 64
-	// DefaultChatChannels is the number of channels the inbound and outbound
-	// scenarios spread their messages over (a channel has one message in
-	// flight at a time, by the IM v2 ordering rule).
-	DefaultChatChannels = 64
+	// DefaultFileRuns is the number of transfers each way of the files
+	// scenario (and writes of its disk baseline); rows report the median.
+	DefaultFileRuns = 3
 )
+
+// DefaultChatChannels are the channel counts the inbound and outbound
+// scenarios spread their messages over, one row each (a channel has one
+// message in flight at a time, by the IM v2 ordering rule).
+func DefaultChatChannels() []int { return []int{1, 64, 1000} }
 
 // Config sets the sizes of a run. The zero value of every field takes its
 // documented default (see WithDefaults). It is a value owned by the caller
@@ -72,8 +76,17 @@ type Config struct {
 	HandlerLatency time.Duration
 	// PingInterval is the ping period of invoke-slow (default 10 ms).
 	PingInterval time.Duration
-	// ChatChannels is the channel count of inbound and outbound (default 64).
-	ChatChannels int
+	// ChatChannels are the channel counts of inbound and outbound, one row
+	// each (default 1, 64 and 1,000).
+	ChatChannels []int
+	// Store is where inbound and outbound keep their durable state: "" for
+	// one SQLite file per side, or a postgres:// DSN, where each side gets
+	// a schema of its own (created and dropped by the run) and the raw
+	// PostgreSQL baselines run against the same server.
+	Store string
+	// FileRuns is the number of transfers each way of the files scenario;
+	// its rows and its disk baseline report the median (default 3).
+	FileRuns int
 	// Dir is where SQLite files and transfer files go; "" makes a temporary
 	// directory removed at the end of each scenario.
 	Dir string
@@ -127,8 +140,11 @@ func (c Config) WithDefaults() Config {
 	if c.PingInterval <= 0 {
 		c.PingInterval = DefaultPingInterval
 	}
-	if c.ChatChannels <= 0 {
-		c.ChatChannels = DefaultChatChannels
+	if len(c.ChatChannels) == 0 {
+		c.ChatChannels = DefaultChatChannels()
+	}
+	if c.FileRuns <= 0 {
+		c.FileRuns = DefaultFileRuns
 	}
 	return c
 }

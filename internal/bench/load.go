@@ -25,6 +25,8 @@ type measured struct {
 	hist    Histogram
 	allocs  uint64
 	bytes   uint64
+	// slowest is the slowest of the runs a median was taken from.
+	slowest time.Duration
 }
 
 // memWindow brackets a measurement with runtime.MemStats readings.

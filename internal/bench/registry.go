@@ -15,6 +15,9 @@ const (
 	nameSQLiteSingle = "baseline/sqlite-tx-per-op"
 	nameSQLiteBatch  = "baseline/sqlite-batch-64"
 	nameHTTPCopy     = "baseline/http-copy"
+	nameDiskWrite    = "baseline/disk-write"
+	namePGSingle     = "baseline/postgres-tx-per-op"
+	namePGBatch      = "baseline/postgres-batch-64"
 )
 
 // env is what a scenario sees of the run: the results so far.
@@ -52,11 +55,13 @@ func Scenarios() []Scenario {
 		{Name: "ping", Summary: "ping -> pong through the SDK over wsconn, InFlight in flight", Needs: []string{"ws-echo"}, run: runPing},
 		{Name: "invoke-slow", Summary: "20 ms handler, 1/8/64 channels, InFlight in flight, a ping every 10 ms on the same socket", run: runInvokeSlow},
 		{Name: "sqlite", Summary: "baseline: SQLite insert + delete per message, one transaction each, and batched by 64", run: runSQLite},
-		{Name: "inbound", Summary: "Channel.Publish -> host Agent -> accepted ack, durable on SQLite", Needs: []string{"sqlite"}, run: runInbound},
-		{Name: "outbound", Summary: "host ReplyStream.Final -> connector no-op target -> accepted ack, durable on SQLite", Needs: []string{"sqlite"}, run: runOutbound},
+		{Name: "postgres", Summary: "baseline (with --store postgres://...): raw PostgreSQL insert + delete per message, one transaction each, and batched by 64", run: runPostgres},
+		{Name: "inbound", Summary: "Channel.Publish -> host Agent -> accepted ack, durable on SQLite (or --store), at each ChatChannels count", Needs: []string{"sqlite", "postgres"}, run: runInbound},
+		{Name: "outbound", Summary: "host ReplyStream.Final -> connector no-op target -> accepted ack, durable on SQLite (or --store), at each ChatChannels count", Needs: []string{"sqlite", "postgres"}, run: runOutbound},
 		{Name: "channels", Summary: "open Channels channels on one socket; memory per channel; drop the socket and reopen them all", run: runChannels},
 		{Name: "http-copy", Summary: "baseline: plain loopback HTTP io.Copy of FileSize bytes", run: runHTTPCopy},
-		{Name: "files", Summary: "upload (host -> connector) and download (connector -> host) of a FileSize file", Needs: []string{"http-copy"}, run: runFiles},
+		{Name: "disk-write", Summary: "baseline: write FileSize bytes to a file in the run's directory, median of FileRuns", run: runDiskWrite},
+		{Name: "files", Summary: "upload (host -> connector) and download (connector -> host) of a FileSize file, median of FileRuns", Needs: []string{"http-copy", "disk-write"}, run: runFiles},
 	}
 }
 

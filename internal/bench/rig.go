@@ -69,6 +69,9 @@ type rigOptions struct {
 	noHost         bool
 	workers        int
 	logger         *slog.Logger
+	// store is "" (one SQLite file per side) or a PostgreSQL DSN (one
+	// schema per side, dropped at close).
+	store string
 }
 
 // rig is a connector and a host in one process over loopback, each on its
@@ -83,6 +86,21 @@ type rig struct {
 	host    *host.Host
 	cardID  string
 	baseURL string // the connector (direct)
+	drops   []func()
+}
+
+// storeDSN returns the DSN of one side's store: a SQLite file in dir, or a
+// fresh schema on the PostgreSQL server of o.store.
+func (r *rig) storeDSN(ctx context.Context, o rigOptions, side string) (string, error) {
+	if !isPostgres(o.store) {
+		return "sqlite:" + filepath.Join(r.dir, side+".db"), nil
+	}
+	dsn, drop, err := pgSchema(ctx, o.store, "xconn_bench_"+side+"_")
+	if err != nil {
+		return "", err
+	}
+	r.drops = append(r.drops, drop)
+	return dsn, nil
 }
 
 func newRig(ctx context.Context, dir string, o rigOptions) (_ *rig, err error) {
@@ -92,7 +110,11 @@ func newRig(ctx context.Context, dir string, o rigOptions) (_ *rig, err error) {
 			r.close()
 		}
 	}()
-	if r.cdb, err = store.Open(ctx, "sqlite:"+filepath.Join(dir, "connector.db"), store.Options{DataDir: dir}); err != nil {
+	cdsn, err := r.storeDSN(ctx, o, "connector")
+	if err != nil {
+		return nil, err
+	}
+	if r.cdb, err = store.Open(ctx, cdsn, store.Options{DataDir: dir}); err != nil {
 		return nil, fmt.Errorf("bench: open connector store: %w", err)
 	}
 	maxUpload := o.maxFile + 1
@@ -150,7 +172,11 @@ func newRig(ctx context.Context, dir string, o rigOptions) (_ *rig, err error) {
 		}
 		target = "http://" + r.proxy.ln.Addr().String()
 	}
-	if r.hdb, err = store.Open(ctx, "sqlite:"+filepath.Join(dir, "host.db"), store.Options{DataDir: dir}); err != nil {
+	hdsn, err := r.storeDSN(ctx, o, "host")
+	if err != nil {
+		return nil, err
+	}
+	if r.hdb, err = store.Open(ctx, hdsn, store.Options{DataDir: dir}); err != nil {
 		return nil, fmt.Errorf("bench: open host store: %w", err)
 	}
 	agent := o.agent
@@ -262,6 +288,9 @@ func (r *rig) close() {
 	}
 	if r.cdb != nil {
 		_ = r.cdb.Close()
+	}
+	for _, drop := range r.drops {
+		drop()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // resetPeakRSS returns freed memory to the operating system and resets the
@@ -73,4 +74,14 @@ func loadAvg() string {
 		return "?"
 	}
 	return string(bytes.Join(f[:3], []byte(" ")))
+}
+
+// cpuTime returns the CPU time (user and system) the process has used;
+// zero where getrusage fails.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
