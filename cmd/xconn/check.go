@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/xconn/xconn/conformance"
+	"github.com/xconn/xconn/conformance/xagent"
 )
 
 // newCheckCmd builds "xconn check": the conformance suite against a
@@ -22,6 +24,8 @@ func newCheckCmd() *cobra.Command {
 		junitFile          string
 		toolArgs           string
 		invoke, invokeArgs string
+		xagentMode         bool
+		listen             string
 	)
 	cmd := &cobra.Command{
 		Use:   "check BASE_URL",
@@ -55,6 +59,12 @@ The API key may also come from XCONN_API_KEY.`,
   xconn check http://127.0.0.1:8080 --only 'imv2.*' --junit report.xml
   xconn check --list --markdown`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if xagentMode {
+				if len(args) > 0 {
+					return usageError(errors.New("--xagent takes no BASE_URL: the xAgent under test connects to --listen"))
+				}
+				return nil
+			}
 			if list {
 				if len(args) > 0 {
 					return usageError(errors.New("--list takes no BASE_URL"))
@@ -69,6 +79,9 @@ The API key may also come from XCONN_API_KEY.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if md && !list {
 				return usageError(errors.New("--markdown needs --list"))
+			}
+			if xagentMode {
+				return runCheckXAgent(cmd, opts, listen, list, md, jsonOut, junitFile)
 			}
 			reqs, err := conformance.Select(opts.Only, opts.Skip)
 			if err != nil {
@@ -165,6 +178,8 @@ The API key may also come from XCONN_API_KEY.`,
 	f.StringArrayVar(&opts.Skip, "skip", nil, "skip requirement IDs matching this pattern (repeatable)")
 	f.BoolVar(&opts.Strict, "strict", false, "make SHOULD failures fail the run")
 	f.DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "how long to wait for each answer")
+	f.BoolVar(&xagentMode, "xagent", false, "check an xAgent-side implementation instead: serve a scripted Connector Server at --listen for it to connect to")
+	f.StringVar(&listen, "listen", "127.0.0.1:8099", "with --xagent: `ADDR` the scripted Connector Server listens on")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	return cmd
 }
@@ -197,4 +212,70 @@ func writeJUnit(path string, rep *conformance.Report) (err error) {
 		}
 	}()
 	return rep.WriteJUnit(f)
+}
+
+// runCheckXAgent runs "xconn check --xagent": it serves the scripted
+// Connector Server of package conformance/xagent at listen until its script
+// ends (or the command is interrupted) and prints the report as the
+// Connector suite does. --timeout bounds each wait for the xAgent (at least
+// the package default).
+func runCheckXAgent(cmd *cobra.Command, opts conformance.Options, listen string, list, md, jsonOut bool, junitFile string) error {
+	out := cmd.OutOrStdout()
+	if list {
+		reqs, err := xagent.Select(opts.Only, opts.Skip)
+		if err != nil {
+			return usageError(err)
+		}
+		if md {
+			return conformance.WriteMarkdown(out, reqs)
+		}
+		return conformance.WriteList(out, reqs)
+	}
+	if md {
+		return usageError(errors.New("--markdown needs --list"))
+	}
+	if opts.AuthFlow != "" || opts.Tool != "" || len(opts.AuthInput) > 0 {
+		return usageError(errors.New("--xagent: --auth-flow, --auth-input and --tool are options of the Connector suite"))
+	}
+	if opts.APIKey == "" {
+		opts.APIKey = os.Getenv("XCONN_API_KEY")
+	}
+	if _, err := xagent.Select(opts.Only, opts.Skip); err != nil {
+		return usageError(err)
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("--listen: %w", err)}
+	}
+	errOut := cmd.ErrOrStderr()
+	base := "http://" + ln.Addr().String()
+	keyFlag := ""
+	if opts.APIKey != "" {
+		keyFlag = " --api-key \"$XCONN_API_KEY\""
+	}
+	fmt.Fprintf(errOut, "scripted Connector Server at %s; point the xAgent under test at it, e.g.\n  xconn host %s%s --auth-flow %s --auth-input code=1234\n",
+		base, base, keyFlag, xagent.FormFlow)
+	timeout := max(opts.Timeout, xagent.DefaultTimeout)
+	rep, err := xagent.Check(cmd.Context(), ln, xagent.Options{APIKey: opts.APIKey, Timeout: timeout, Only: opts.Only, Skip: opts.Skip,
+		Strict: opts.Strict, Out: errOut})
+	if err != nil && rep == nil {
+		return &exitError{code: 1, err: err}
+	}
+	if jsonOut {
+		err = rep.WriteJSON(out)
+	} else {
+		err = rep.WriteText(out)
+	}
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if junitFile != "" {
+		if err := writeJUnit(junitFile, rep); err != nil {
+			return err
+		}
+	}
+	if !rep.OK() {
+		return &exitError{code: 1}
+	}
+	return nil
 }

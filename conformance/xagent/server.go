@@ -128,9 +128,9 @@ type Server struct {
 	conns  map[int]*conn
 	// connSeq numbers the connections from 1.
 	connSeq int
-	chans  map[string]*channel
-	auths  map[string]*authSession
-	files  map[string]upload // uploaded file_refs
+	chans   map[string]*channel
+	auths   map[string]*authSession
+	files   map[string]upload // uploaded file_refs
 	// helloIDs are the connector_ids the script hands out per connection.
 	lastID     string
 	replaceID  bool
