@@ -76,11 +76,11 @@ stderr.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.apiKey, "api-key", "", "system API key of the connector (default: env XCONN_API_KEY)")
+	registerAPIKey(fs, &f.apiKey, "system API key of the connector (default: env XCONN_API_KEY)")
 	fs.StringVar(&f.dataDir, "data", envOr("XCONN_HOST_DATA", defaultHostDataDir), "data directory of the host: SQLite database, key, received files (env XCONN_HOST_DATA)")
 	f.agent.register(fs, `agent that answers user messages: "echo", or "openai" (any OpenAI-compatible server, with --model and --base-url)`)
 	fs.StringVar(&f.flowID, "auth-flow", "", "auth flow id of the Card (default: its first flow)")
-	fs.StringArrayVar(&f.inputs, "auth-input", nil, "form input of the auth flow as key=value (repeatable)")
+	registerAuthInputs(fs, &f.inputs)
 	fs.StringVar(&f.userID, "user", defaultHostUser, "user id the channel belongs to")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log level of the host (debug, info, warn, error)")
 	f.invoke.register(fs)

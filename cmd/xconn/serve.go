@@ -63,7 +63,7 @@ func (f *webchatFlags) register(cmd *cobra.Command, withAPIKey bool) {
 	fs.Int64Var(&f.maxUpload, "max-upload", webchat.DefaultMaxUploadBytes, "largest message (file included) a browser may post, in bytes")
 	fs.DurationVar(&f.loginTTL, "login-ttl", webchat.DefaultLoginTTL, "lifetime of one QR login link")
 	if withAPIKey {
-		fs.StringVar(&f.apiKey, "api-key", "", "system API key xAgent must present (default: env XCONN_API_KEY)")
+		registerAPIKey(fs, &f.apiKey, "system API key xAgent must present (default: env XCONN_API_KEY)")
 	}
 }
 

@@ -33,7 +33,7 @@ func (f *connFlags) register(fs *pflag.FlagSet, dataHelp, publicHelp string) {
 	}
 	fs.StringVar(&f.dataDir, "data", envOr("XCONN_DATA", serveDefaultDataDir), dataHelp+" (env XCONN_DATA)")
 	fs.StringVar(&f.storeDSN, "store", os.Getenv("XCONN_STORE"), `store DSN: "sqlite:/path/file.db" or "postgres://..." (default: SQLite in the data directory) (env XCONN_STORE)`)
-	fs.StringVar(&f.apiKey, "api-key", "", "system API key xAgent must present (default: env XCONN_API_KEY)")
+	registerAPIKey(fs, &f.apiKey, "system API key xAgent must present (default: env XCONN_API_KEY)")
 }
 
 // key returns --api-key, else XCONN_API_KEY.
