@@ -184,9 +184,7 @@ func demoServe(rt *webchatRuntime) (stop func()) {
 	var servers []*http.Server
 	var wg sync.WaitGroup
 	for ln, h := range handlers {
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: connector.ServeReadHeaderTimeout,
-			ReadTimeout: connector.ServeReadTimeout, IdleTimeout: connector.ServeIdleTimeout,
-			MaxHeaderBytes: connector.ServeMaxHeaderBytes, ErrorLog: slog.NewLogLogger(rt.log.Handler(), slog.LevelWarn)}
+		srv := connector.NewHTTPServer(h, rt.log) // timeouts and a bound on open connections
 		servers = append(servers, srv)
 		wg.Go(func() { _ = srv.Serve(ln) })
 	}

@@ -203,9 +203,7 @@ func (rt *webchatRuntime) serve(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	web := &http.Server{Handler: rt.conn.WebHandler(), ReadHeaderTimeout: connector.ServeReadHeaderTimeout,
-		ReadTimeout: connector.ServeReadTimeout, IdleTimeout: connector.ServeIdleTimeout,
-		MaxHeaderBytes: connector.ServeMaxHeaderBytes, ErrorLog: slog.NewLogLogger(rt.log.Handler(), slog.LevelWarn)}
+	web := connector.NewHTTPServer(rt.conn.WebHandler(), rt.log) // timeouts and a bound on open connections
 	webDone := make(chan error, 1)
 	go func() { webDone <- web.Serve(rt.pubLn); cancel() }()
 	err := rt.conn.Server().Serve(ctx, rt.ln)
