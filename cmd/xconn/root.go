@@ -22,6 +22,7 @@ func newRootCmd() *cobra.Command {
 		newCheckCmd(),
 		newValidateCmd(),
 		newBenchCmd(),
+		newChaosCmd(),
 		newVersionCmd(),
 	)
 	return root

@@ -38,6 +38,7 @@ func newServeCmd() *cobra.Command {
 	cmd.AddCommand(newServeWechatCmd())
 	cmd.AddCommand(newServeTelegramCmd())
 	cmd.AddCommand(newServeFeishuCmd())
+	cmd.AddCommand(newServeADBCmd())
 	return cmd
 }
 
@@ -51,6 +52,8 @@ type webchatFlags struct {
 	apiKey       string
 	maxUpload    int64
 	loginTTL     time.Duration
+	outboxTTL    time.Duration // 0: the SDK's default
+	leaseTTL     time.Duration // > 0: active/standby on a shared store (serve_lease.go)
 }
 
 func (f *webchatFlags) register(cmd *cobra.Command, withAPIKey bool) {
@@ -88,7 +91,19 @@ listener or on --public-listen. State lives in --data (SQLite) or --store.`,
 				f.apiKey = os.Getenv("XCONN_API_KEY")
 			}
 			log := serveLogger(cmd.ErrOrStderr(), slog.LevelInfo)
-			rt, err := startWebchat(cmd.Context(), f, "webchat.db", log)
+			ctx := cmd.Context()
+			if f.leaseTTL > 0 { // a hot standby until it holds the store's active lease
+				held, err := holdActiveWebchat(ctx, f, cmd.OutOrStdout(), log)
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return &exitError{code: 1, err: err}
+				}
+				defer held.stop()
+				ctx = held.ctx
+			}
+			rt, err := startWebchat(ctx, f, "webchat.db", log)
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
@@ -99,17 +114,23 @@ listener or on --public-listen. State lives in --data (SQLite) or --store.`,
 			}
 			stopping := make(chan struct{})
 			unwatch := context.AfterFunc(cmd.Context(), func() { fmt.Fprintln(out, "Stopping…"); close(stopping) })
-			err = rt.serve(cmd.Context())
+			err = rt.serve(ctx)
 			if !unwatch() {
 				<-stopping
 			}
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
+			if cmd.Context().Err() == nil && ctx.Err() != nil {
+				return &exitError{code: 1, err: errors.New("the active lease was lost")}
+			}
 			return nil
 		},
 	}
 	f.register(cmd, true)
+	fs := cmd.Flags()
+	fs.DurationVar(&f.outboxTTL, "outbox-ttl", connector.DefaultOutboxTTL, "lifetime of an inbound message xAgent has not accepted; it then expires")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", 0, "run active/standby on a shared --store (PostgreSQL): serve only while holding the store's lease of this lifetime, else wait as a hot standby that takes over within 1.25× it of the active process's end (0: off)")
 	return cmd
 }
 
@@ -128,14 +149,29 @@ type webchatRuntime struct {
 	pubLn   net.Listener // the web side's own (--public-listen), or nil
 	baseURL string       // the connector's Base URL for xAgent
 	log     *slog.Logger
+	lock    *connector.DataDirLock // of --data, released when serving ends
 }
 
-// startWebchat listens, opens the store, builds and starts the connector.
-// dbName is the SQLite file used when f.storeDSN is empty.
+// startWebchat locks the data directory (a second process on it gets one
+// line naming this one's pid and address), listens, opens the store,
+// builds and starts the connector. dbName is the SQLite file used when
+// f.storeDSN is empty. rt.serve (or demoServe's stop) releases the lock.
 func startWebchat(ctx context.Context, f webchatFlags, dbName string, log *slog.Logger) (*webchatRuntime, error) {
-	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
+	lock, err := connector.LockDataDir(f.dataDir)
+	if err != nil {
+		return nil, err
 	}
+	rt, err := startWebchatLocked(ctx, f, dbName, log)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	rt.lock = lock
+	_ = lock.SetAddr(rt.ln.Addr().String())
+	return rt, nil
+}
+
+func startWebchatLocked(ctx context.Context, f webchatFlags, dbName string, log *slog.Logger) (*webchatRuntime, error) {
 	dsn := f.storeDSN
 	if dsn == "" {
 		dsn = "sqlite:" + filepath.Join(f.dataDir, dbName)
@@ -170,13 +206,14 @@ func startWebchat(ctx context.Context, f webchatFlags, dbName string, log *slog.
 	} else {
 		rt.conn, err = webchat.New(webchat.Options{
 			SDK: connector.Options{Store: rt.db, APIKey: f.apiKey, DataDir: filepath.Join(f.dataDir, "webchat-files"),
-				SigningKey: key, Logger: log},
+				SigningKey: key, Logger: log, OutboxTTL: f.outboxTTL},
 			PublicURL:      publicURL,
 			SeparateWeb:    rt.pubLn != nil,
 			MaxUploadBytes: f.maxUpload,
 			LoginTTL:       f.loginTTL,
 		})
 		if err == nil {
+			registerProcessMetrics(rt.conn.Server().Metrics())
 			err = rt.conn.Server().Start(ctx)
 		}
 	}
@@ -198,6 +235,7 @@ func startWebchat(ctx context.Context, f webchatFlags, dbName string, log *slog.
 // first). A web side on its own listener is shut down after it. The store
 // is closed last.
 func (rt *webchatRuntime) serve(ctx context.Context) error {
+	defer rt.lock.Close()
 	if rt.pubLn == nil {
 		return errors.Join(rt.conn.Server().Serve(ctx, rt.ln), rt.db.Close())
 	}
@@ -240,6 +278,9 @@ func serveDialable(a net.Addr) string {
 func serveLoadOrCreateKey(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
+		if err := checkSecretFileMode(path); err != nil {
+			return nil, err
+		}
 		if len(b) != 32 {
 			return nil, fmt.Errorf("key file %s: want 32 bytes, found %d", path, len(b))
 		}

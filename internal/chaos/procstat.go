@@ -1,0 +1,50 @@
+package chaos
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// FDCount returns the number of open descriptors of process pid
+// (entries of /proc/<pid>/fd; Linux only).
+func FDCount(pid int) (int, error) {
+	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return 0, fmt.Errorf("chaos: descriptors of %d: %w", pid, err)
+	}
+	return len(es), nil
+}
+
+// maxMetricsLine bounds one line of a metrics page.
+const maxMetricsLine = 64 << 10
+
+// MetricValue returns the value of the first sample named name (without
+// labels) in a Prometheus text exposition, such as "go_goroutines".
+func MetricValue(page []byte, name string) (float64, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(page))
+	sc.Buffer(make([]byte, 0, 4096), maxMetricsLine)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '\t') {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return 0, false
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return 0, false
+		}
+		return v, true
+	}
+	return 0, false
+}
