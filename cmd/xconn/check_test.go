@@ -157,10 +157,7 @@ func TestCheckXAgentRun(t *testing.T) {
 	done := make(chan result, 1)
 	go func() {
 		var out, errOut bytes.Buffer
-		// xagent.admission-order is skipped here: through the CLI its log
-		// showed /health before /skill.md once, not yet explained (the
-		// in-process host passes it in conformance/xagent).
-		code := run(ctx, []string{"check", "--xagent", "--listen", addr, "--api-key", key, "--skip", "xagent.admission-order"}, strings.NewReader(""), &out, &errOut)
+		code := run(ctx, []string{"check", "--xagent", "--listen", addr, "--api-key", key}, strings.NewReader(""), &out, &errOut)
 		done <- result{code, out.String(), errOut.String()}
 	}()
 	hctx, hcancel := context.WithCancel(ctx)

@@ -42,7 +42,7 @@ func req(id, section string, level conformance.Level, c conformance.Capability, 
 func Requirements() []conformance.Requirement {
 	const must, should = conformance.Must, conformance.Should
 	return []conformance.Requirement{
-		req("xagent.admission-order", "Architecture §6.1", must, CapNone, "xAgent fetches /connector-card.json, then /skill.md, then probes /health, before it opens /ws"),
+		req("xagent.admission-order", "Architecture §6.1", must, CapNone, "Before it opens /ws, xAgent fetches /connector-card.json, then /skill.md, then probes /health (earlier probes aside)"),
 		req("xagent.health-key", "3", must, CapAPIKey, "Every /health request carries Authorization: Bearer with the system API key"),
 		req("xagent.ws-subprotocol", "6", must, CapNone, "Every /ws handshake offers the subprotocol xagent.connector.packet.v1"),
 		req("xagent.ws-bearer", "3", must, CapAPIKey, "Every /ws handshake carries Authorization: Bearer with the system API key"),
