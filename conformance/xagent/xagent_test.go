@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -130,5 +131,42 @@ func TestOwnHostPasses(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log(b.String())
+	}
+}
+
+// TestBrokenHosts: xconn's host behind a proxy that breaks one rule fails
+// exactly the requirement of that rule.
+func TestBrokenHosts(t *testing.T) {
+	tests := []struct {
+		brk  breakage
+		want []string
+	}{
+		{deltasFromZero, []string{"xagent.deltas"}},
+		{noReplyTo, []string{"xagent.ack-every-message"}},
+		{secondReply, []string{"xagent.duplicate"}},
+		{noBearer, []string{"xagent.ws-bearer"}},
+		{wrongSubprotocol, []string{"xagent.ws-subprotocol"}},
+		{resendAccepted, []string{"xagent.no-resend-accepted"}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.brk), func(t *testing.T) {
+			srv, url := newServer(t)
+			proxy := newManglingProxy(t, url, tt.brk)
+			h := startHost(t)
+			rep := runScript(t, srv, h, proxy.srv.URL, nil)
+			if got := rep.Failed(); !slices.Equal(got, tt.want) {
+				var b bytes.Buffer
+				_ = rep.WriteText(&b)
+				t.Errorf("failed %v, want %v\n%s", got, tt.want, b.String())
+			}
+			for _, id := range tt.want {
+				if res, _ := rep.Result(id); res.Expected == "" || res.Actual == "" {
+					t.Errorf("%s: failure without expected/actual: %+v", id, res)
+				}
+			}
+			if rep.OK() {
+				t.Error("OK() for a broken host")
+			}
+		})
 	}
 }
