@@ -258,6 +258,11 @@ func runChaos(ctx context.Context, stdout, stderr io.Writer, f chaosFlags) error
 	if runErr != nil {
 		return &exitError{code: 1, err: runErr}
 	}
+	fmt.Fprintf(out, "chaos: %d replies and %d tool calls checked, %d quiescent samples", res.Finals, res.ToolCalls, res.Extra["quiescent_samples"])
+	if n, ok := res.Extra["takeovers"]; ok {
+		fmt.Fprintf(out, ", %d takeovers (worst %d ms, bound %d ms)", n, res.Extra["worst_takeover_ms"], res.Extra["takeover_bound_ms"])
+	}
+	fmt.Fprintln(out)
 	if f.json {
 		fmt.Fprintln(stdout, res.JSON())
 	} else {
