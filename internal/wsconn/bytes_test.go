@@ -150,3 +150,49 @@ func TestReaderBlockedSendEndsWhenWriterFails(t *testing.T) {
 		t.Fatal("Run did not return: the reader stayed blocked in SendRaw after the writer failed")
 	}
 }
+
+// TestSendQueueFullCloseCode: a peer that stops reading until the queue
+// overflowed and then reads gets the close code StatusSendQueueFull.
+func TestSendQueueFullCloseCode(t *testing.T) {
+	startReading := make(chan struct{})
+	status := make(chan websocket.StatusCode, 1)
+	var wg sync.WaitGroup
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wg.Add(1)
+		defer wg.Done()
+		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{protocol.Subprotocol}})
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		ws.SetReadLimit(1 << 20)
+		<-startReading
+		for {
+			if _, _, err := ws.Read(context.Background()); err != nil {
+				status <- websocket.CloseStatus(err)
+				return
+			}
+		}
+	}))
+	t.Cleanup(func() {
+		ts.Close()
+		wg.Wait()
+	})
+	c := dial(t, "ws"+strings.TrimPrefix(ts.URL, "http"), Options{SendQueueBytes: 256 << 10, WriteTimeout: 5 * time.Minute})
+	runConn(t, c, nil)
+	frame := append(append([]byte(`{"type":"ping","x":"`), bytes.Repeat([]byte("x"), 32<<10)...), `"}`...)
+	for range 100000 {
+		if err := c.SendRaw(context.Background(), frame); err != nil {
+			break
+		}
+	}
+	close(startReading)
+	select {
+	case got := <-status:
+		if got != StatusSendQueueFull {
+			t.Fatalf("the peer saw close status %d, want %d", got, StatusSendQueueFull)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the peer never saw the close")
+	}
+}

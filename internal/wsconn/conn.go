@@ -50,6 +50,7 @@ type Conn struct {
 	mu      sync.Mutex
 	started bool
 	closing bool
+	discard bool // the close drops the queued frames instead of flushing them
 	code    websocket.StatusCode
 	reason  string
 }
@@ -226,10 +227,17 @@ func (c *Conn) write(frame []byte, more bool) error {
 func (c *Conn) flushAndClose() {
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.WriteTimeout)
 	defer cancel()
+	c.mu.Lock()
+	discard := c.discard
+	c.mu.Unlock()
 flush:
 	for {
 		select {
 		case f := <-c.queue:
+			if discard {
+				c.queued.Add(-int64(len(f)))
+				continue
+			}
 			if c.cork != nil {
 				c.cork.setCorked(len(c.queue) > 0)
 			}
@@ -311,7 +319,7 @@ func (c *Conn) reserve(n int) error {
 		if cur > 0 && cur+int64(n) > c.opts.SendQueueBytes {
 			c.opts.Logger.Warn("wsconn: send queue full, closing: the peer does not read",
 				"queued_bytes", cur, "frame_bytes", n, "limit_bytes", c.opts.SendQueueBytes)
-			_ = c.Close(StatusSendQueueFull, fmt.Sprintf("send queue full (over %d bytes): the peer does not read", c.opts.SendQueueBytes))
+			_ = c.close(StatusSendQueueFull, fmt.Sprintf("send queue full (over %d bytes): the peer does not read", c.opts.SendQueueBytes), true)
 			return ErrSendQueueFull
 		}
 		if c.queued.CompareAndSwap(cur, cur+int64(n)) {
@@ -352,12 +360,19 @@ func (c *Conn) TrySendRaw(frame []byte) error {
 // handshake itself before returning. Frames sent concurrently with Close may
 // be dropped. A reason longer than 123 bytes is truncated.
 func (c *Conn) Close(code websocket.StatusCode, reason string) error {
+	return c.close(code, reason, false)
+}
+
+// close is Close; with discard the queued frames are dropped, so that the
+// close frame is the next thing the peer reads (a peer that let the queue
+// fill would otherwise meet the write timeout before it).
+func (c *Conn) close(code websocket.StatusCode, reason string, discard bool) error {
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
 		return nil
 	}
-	c.closing = true
+	c.closing, c.discard = true, discard
 	c.code, c.reason = code, truncateReason(reason)
 	c.stopped.Store(true)
 	close(c.closeReq)
