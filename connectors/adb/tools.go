@@ -287,7 +287,8 @@ func firstLine(b []byte) string {
 
 // act runs a control command under the device's act lock and turns any
 // output into a failure: input, on success, prints nothing.
-func (d *device) act(ctx context.Context, action string, argv ...string) (Done, error) {
+func (d *device) act(ctx context.Context, call *connector.Call, action string, argv ...string) (Done, error) {
+	_ = call.Progress(ctx, "running", action, nil)
 	d.actMu.Lock()
 	defer d.actMu.Unlock()
 	out, err := d.run(ctx, d.c.cmdTimeout, MaxCommandOutput, argv...)
@@ -328,7 +329,7 @@ func (c *Connector) tap(ctx context.Context, call *connector.Call, in TapInput) 
 	if err := inScreen(w, h, [2]int{in.X, in.Y}); err != nil {
 		return Done{}, err
 	}
-	r, err := d.act(ctx, "tap", "input", "tap", strconv.Itoa(in.X), strconv.Itoa(in.Y))
+	r, err := d.act(ctx, call, "tap", "input", "tap", strconv.Itoa(in.X), strconv.Itoa(in.Y))
 	r.Detail = fmt.Sprintf("tapped %d,%d", in.X, in.Y)
 	return r, err
 }
@@ -352,7 +353,7 @@ func (c *Connector) swipe(ctx context.Context, call *connector.Call, in SwipeInp
 	if err := inScreen(w, h, [2]int{in.X1, in.Y1}, [2]int{in.X2, in.Y2}); err != nil {
 		return Done{}, err
 	}
-	r, err := d.act(ctx, "swipe", "input", "swipe", strconv.Itoa(in.X1), strconv.Itoa(in.Y1),
+	r, err := d.act(ctx, call, "swipe", "input", "swipe", strconv.Itoa(in.X1), strconv.Itoa(in.Y1),
 		strconv.Itoa(in.X2), strconv.Itoa(in.Y2), strconv.Itoa(ms))
 	r.Detail = fmt.Sprintf("swiped %d,%d to %d,%d in %d ms", in.X1, in.Y1, in.X2, in.Y2, ms)
 	return r, err
@@ -368,7 +369,7 @@ func (c *Connector) textInput(ctx context.Context, call *connector.Call, in Text
 		return Done{}, err
 	}
 	for _, ch := range chunks {
-		if _, err := d.act(ctx, "text input", "input", "text", ch); err != nil {
+		if _, err := d.act(ctx, call, "text input", "input", "text", ch); err != nil {
 			return Done{}, err
 		}
 	}
@@ -416,7 +417,7 @@ func (c *Connector) key(ctx context.Context, call *connector.Call, in KeyInput) 
 	if err != nil {
 		return Done{}, err
 	}
-	r, err := d.act(ctx, "key", "input", "keyevent", code)
+	r, err := d.act(ctx, call, "key", "input", "keyevent", code)
 	r.Detail = "pressed " + in.Key
 	return r, err
 }
@@ -436,6 +437,7 @@ func (c *Connector) appLaunch(ctx context.Context, call *connector.Call, in AppL
 	if !bytes.HasPrefix(bytes.TrimSpace(out), []byte("package:")) {
 		return Done{}, protocol.Errorf(protocol.CodeInvalidArguments, "package %s is not installed on the device", in.Package)
 	}
+	_ = call.Progress(ctx, "running", "app launch", nil)
 	d.actMu.Lock()
 	defer d.actMu.Unlock()
 	out, err = d.run(ctx, c.cmdTimeout, MaxCommandOutput, "monkey", "-p", in.Package, "-c", "android.intent.category.LAUNCHER", "1")
