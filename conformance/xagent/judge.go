@@ -571,9 +571,12 @@ func (j *judge) chatAcks() []event {
 	return out
 }
 
+// ackOf decodes the chat.message.ack of e (zero for no packet).
 func ackOf(e event) protocol.ChatAckPayload {
 	var a protocol.ChatAckPayload
-	_ = e.env.DecodePayload(&a)
+	if e.env != nil {
+		_ = e.env.DecodePayload(&a)
+	}
 	return a
 }
 
@@ -642,8 +645,11 @@ func (j *judge) duplicate() verdict {
 	}
 	d := j.ev[i]
 	a, ok := j.ackAfter(i, d.conn, j.f.m1.MessageID)
-	if !ok || ackOf(a).Status != protocol.AckDuplicate {
-		return fail("chat.message.ack duplicate", "status "+ackOf(a).Status, string(a.raw))
+	if !ok {
+		return fail("chat.message.ack duplicate", "no ack", string(d.raw))
+	}
+	if st := ackOf(a).Status; st != protocol.AckDuplicate {
+		return fail("chat.message.ack duplicate", "status "+st, string(a.raw))
 	}
 	// No reply may follow before the script's next message.
 	end := len(j.ev)
@@ -672,8 +678,11 @@ func (j *judge) conflict() verdict {
 		return skip("the script did not reach the conflict: " + j.f.reason)
 	}
 	a, ok := j.ackAfter(i, j.ev[i].conn, j.f.m1.MessageID)
+	if !ok {
+		return fail("rejected with a code and retryable=false", "no ack", string(j.ev[i].raw))
+	}
 	ack := ackOf(a)
-	if !ok || ack.Status != protocol.AckRejected || ack.Code == "" || ack.Retryable == nil || *ack.Retryable {
+	if ack.Status != protocol.AckRejected || ack.Code == "" || ack.Retryable == nil || *ack.Retryable {
 		return fail("rejected with a code and retryable=false", fmt.Sprintf("status %q code %q", ack.Status, ack.Code), string(a.raw))
 	}
 	return pass()

@@ -1,0 +1,42 @@
+package xagent
+
+import (
+	"testing"
+
+	"github.com/xconn/xconn/protocol"
+)
+
+// FuzzJudge feeds arbitrary frames, as packets from the xAgent and as the
+// Server's own, into the log with script facts pointing at them, and
+// judges: no input may make the judges panic.
+func FuzzJudge(f *testing.F) {
+	f.Add([]byte(`{"schema":"xagent.connector.packet/v1","packet_id":"p1","type":"connector.hello","payload":{"connector_card_id":"im.xagent-check"}}`), true)
+	f.Add([]byte(`{"schema":"xagent.connector.packet/v1","packet_id":"p2","type":"chat.message.ack","reply_to":"x","payload":{"message_id":"m","status":"rejected"}}`), false)
+	f.Add([]byte(`{"schema":"xagent.connector.packet/v1","packet_id":"p3","type":"chat.message.delta","connector_channel_id":"c","payload":{"message_id":"m","sequence":-1,"files":[]}}`), false)
+	f.Add([]byte(`{"type":"chat.message","payload":{"message_id":"m","files":[{"file_ref":"x","download_url":"/a"}]}}`), true)
+	f.Add([]byte(`not json`), false)
+	f.Fuzz(func(t *testing.T, data []byte, out bool) {
+		s, err := NewServer(Options{APIKey: "fuzz-key", Timeout: 1, SignInWait: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		for conn := 1; conn <= 3; conn++ {
+			s.record(event{kind: "handshake", conn: conn, method: "GET", path: protocol.PathWS})
+			if env, err := protocol.DecodeEnvelope(data); err == nil {
+				s.record(event{kind: "packet", conn: conn, out: out, env: env, raw: data})
+				s.record(event{kind: "packet", conn: conn, out: !out, env: env, raw: data})
+			} else {
+				s.record(event{kind: "frame", conn: conn, raw: data})
+			}
+		}
+		s.mu.Lock()
+		s.facts = facts{channel: "c", conns: []int{1, 2, 3}, dup: "p1", conflict: "p2", f1: "m", f2: "m", f3: "m", phase: 4,
+			m1: protocol.ChatMessagePayload{MessageID: "m"}, m3: protocol.ChatMessagePayload{MessageID: "m"}}
+		s.mu.Unlock()
+		rep := s.Report()
+		if len(rep.Results) != len(Requirements()) {
+			t.Fatalf("%d results", len(rep.Results))
+		}
+	})
+}
