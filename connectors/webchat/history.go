@@ -1,9 +1,11 @@
 package webchat
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/xconn/xconn/store"
@@ -71,13 +73,24 @@ func (h *history) list(ctx context.Context, channel string) ([]event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webchat: read history of %s: %w", channel, err)
 	}
-	out := make([]event, 0, len(entries))
+	type timed struct {
+		at int64
+		ev event
+	}
+	msgs := make([]timed, 0, len(entries))
 	for _, e := range entries {
 		var m MessageEvent
 		if json.Unmarshal(e.Data, &m) != nil || m.MessageID == "" {
 			continue
 		}
-		out = append(out, event{typ: EventMessage, data: e.Data})
+		msgs = append(msgs, timed{at: m.CreatedAt, ev: event{typ: EventMessage, data: e.Data}})
+	}
+	// Appends of a message and its answer may race (each is written after
+	// it is shown); the page shows them in the order they were written.
+	slices.SortStableFunc(msgs, func(a, b timed) int { return cmp.Compare(a.at, b.at) })
+	out := make([]event, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.ev
 	}
 	return out, nil
 }
@@ -92,19 +105,20 @@ func (h *history) clear(ctx context.Context, channel string) error {
 	return nil
 }
 
-// publishMessage shows a complete message on the channel's pages and
-// records it in the durable history. A history write that fails is
-// logged; the message is still shown.
+// publishMessage shows a complete message on the channel's pages, then
+// records it in the durable history (shown first: a user's message must
+// reach the page before the answer to it can). A history write that fails
+// is logged; the message is still shown.
 func (c *Connector) publishMessage(ctx context.Context, channel string, m MessageEvent) error {
 	ev, err := newEvent(EventMessage, m)
 	if err != nil {
 		return fmt.Errorf("webchat: encode message: %w", err)
 	}
+	c.hub.publish(channel, ev)
 	if c.history != nil {
 		if err := c.history.add(ctx, channel, m); err != nil {
 			c.log.Warn("webchat: history", "channel", channel, "error", err)
 		}
 	}
-	c.hub.publish(channel, ev)
 	return nil
 }

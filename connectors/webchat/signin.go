@@ -98,7 +98,7 @@ func (c *Connector) newPage(_ context.Context, ch *connector.Channel, b binding)
 			c.sessions.restore(key, ch.ID(), now)
 		}
 	}
-	c.publishStatus(ch.ID(), protocol.StatusConnected, "")
+	c.publishStatus(ch.ID(), StateConnected, "")
 	return &page{c: c, ch: ch}, nil
 }
 
@@ -111,7 +111,7 @@ func (p *page) Close() error {
 	}
 	id := p.ch.ID()
 	p.c.sessions.unbindChannel(id)
-	p.c.publishStatus(id, protocol.StatusRevoked, "This chat was signed out.")
+	p.c.publishStatus(id, StateSignedOut, detailSignedOut)
 	p.c.hub.forget(id)
 	return nil
 }

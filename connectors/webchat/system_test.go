@@ -46,6 +46,7 @@ type system struct {
 	opts     systemOptions
 	dir      string
 	cdb      *store.DB
+	hdb      *store.DB
 	log      *slog.Logger
 	stopConn func()
 }
@@ -92,15 +93,31 @@ func newSystem(t *testing.T, o systemOptions) *system {
 	}
 	t.Cleanup(func() { hdb.Close() })
 
-	s := &system{logs: logs, t: t, opts: o, dir: dir, cdb: cdb, log: log}
+	s := &system{logs: logs, t: t, opts: o, dir: dir, cdb: cdb, hdb: hdb, log: log}
 	s.startConnector(ctx, "127.0.0.1:0")
+	s.startHost(ctx)
+	t.Cleanup(func() {
+		s.stopHost()
+		s.stopConn()
+	})
+	if _, err := s.host.Admit(ctx, s.baseURL, testAPIKey); err != nil {
+		t.Fatalf("admit: %v", err)
+	}
+	s.waitOnline(ctx)
+	return s
+}
 
-	agent := o.agent
+// startHost starts a host on the system's host store (a restarted host
+// reconnects to the admitted connector and reopens its channels).
+func (s *system) startHost(ctx context.Context) {
+	t := s.t
+	t.Helper()
+	agent := s.opts.agent
 	if agent == nil {
 		agent = host.Echo{}
 	}
-	h, err := host.New(host.Options{Store: hdb, Delivery: hdb, Agent: agent, Logger: log,
-		FilesDir: filepath.Join(dir, "host-files"), ReconnectMin: 20 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
+	h, err := host.New(host.Options{Store: s.hdb, Delivery: s.hdb, Agent: agent, Logger: s.log,
+		FilesDir: filepath.Join(s.dir, "host-files"), ReconnectMin: 20 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,19 +125,19 @@ func newSystem(t *testing.T, o systemOptions) *system {
 		t.Fatal(err)
 	}
 	s.host = h
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer ccancel()
-		if err := h.Close(cctx); err != nil {
-			t.Errorf("host close: %v", err)
-		}
-		s.stopConn()
-	})
-	if _, err := h.Admit(ctx, s.baseURL, testAPIKey); err != nil {
-		t.Fatalf("admit: %v", err)
+}
+
+// stopHost closes the host (idempotent until the next startHost).
+func (s *system) stopHost() {
+	if s.host == nil {
+		return
 	}
-	s.waitOnline(ctx)
-	return s
+	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer ccancel()
+	if err := s.host.Close(cctx); err != nil {
+		s.t.Errorf("host close: %v", err)
+	}
+	s.host = nil
 }
 
 // startConnector builds, starts and serves a connector on addr.
