@@ -67,5 +67,5 @@ func ExampleNewServer() {
 	fmt.Println(rep.Summary(), "ok:", rep.OK())
 	// Output:
 	// The script ran to its end.
-	// 23 passed, 0 failed, 5 skipped ok: true
+	// 24 passed, 0 failed, 5 skipped ok: true
 }

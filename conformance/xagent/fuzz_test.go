@@ -40,3 +40,33 @@ func FuzzJudge(f *testing.F) {
 		}
 	})
 }
+
+// TestEveryRequirementJudged: each requirement has exactly one judge and
+// each judge a requirement; IDs are unique and cite a section.
+func TestEveryRequirementJudged(t *testing.T) {
+	checks := (&judge{}).checks()
+	seen := map[string]bool{}
+	for _, r := range Requirements() {
+		if seen[r.ID] {
+			t.Errorf("duplicate ID %s", r.ID)
+		}
+		seen[r.ID] = true
+		if checks[r.ID] == nil {
+			t.Errorf("%s has no judge", r.ID)
+		}
+		if r.Section == "" || r.Statement == "" || (r.Level != "MUST" && r.Level != "SHOULD") {
+			t.Errorf("%s: section %q level %q", r.ID, r.Section, r.Level)
+		}
+	}
+	for id := range checks {
+		if !seen[id] {
+			t.Errorf("judge for unknown requirement %s", id)
+		}
+	}
+	if _, err := Select([]string{"["}, nil); err == nil {
+		t.Error("a malformed pattern was accepted")
+	}
+	if got, _ := Select([]string{"xagent.qr-*"}, []string{"xagent.qr-refresh"}); len(got) != 1 || got[0].ID != "xagent.qr-poll-interval" {
+		t.Errorf("Select = %v", got)
+	}
+}

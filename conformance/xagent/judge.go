@@ -147,7 +147,16 @@ func (j *judge) decide(rq conformance.Requirement) verdict {
 	if ok, why := j.has(rq.Capability); !ok {
 		return skip(why)
 	}
-	check := map[string]func() verdict{
+	check := j.checks()[rq.ID]
+	if check == nil {
+		return skip("no check implements this requirement")
+	}
+	return check()
+}
+
+// checks returns the judge of each requirement by ID.
+func (j *judge) checks() map[string]func() verdict {
+	return map[string]func() verdict{
 		"xagent.admission-order":          j.admissionOrder,
 		"xagent.health-key":               func() verdict { return j.keyOn("/health", "http") },
 		"xagent.ws-subprotocol":           j.subprotocol,
@@ -169,6 +178,7 @@ func (j *judge) decide(rq conformance.Requirement) verdict {
 		"xagent.duplicate":                j.duplicate,
 		"xagent.conflict":                 j.conflict,
 		"xagent.inbound-file":             j.inboundFile,
+		"xagent.reject-not-open":          j.rejectNotOpen,
 		"xagent.deltas":                   j.deltas,
 		"xagent.final":                    j.finals,
 		"xagent.files-uploaded":           j.filesUploaded,
@@ -176,11 +186,7 @@ func (j *judge) decide(rq conformance.Requirement) verdict {
 		"xagent.retryable-redelivered":    func() verdict { return j.redelivered(j.f.f2, "the final rejected as retryable") },
 		"xagent.no-resend-accepted":       j.noResend,
 		"xagent.no-forbidden-fields":      j.forbidden,
-	}[rq.ID]
-	if check == nil {
-		return skip("no check implements this requirement")
 	}
-	return check()
 }
 
 func (j *judge) admissionOrder() verdict {
@@ -684,6 +690,22 @@ func (j *judge) conflict() verdict {
 	ack := ackOf(a)
 	if ack.Status != protocol.AckRejected || ack.Code == "" || ack.Retryable == nil || *ack.Retryable {
 		return fail("rejected with a code and retryable=false", fmt.Sprintf("status %q code %q", ack.Status, ack.Code), string(a.raw))
+	}
+	return pass()
+}
+
+func (j *judge) rejectNotOpen() verdict {
+	i, ok := j.scriptedByPacket(j.f.notOpen)
+	if j.f.notOpen == "" || !ok {
+		return skip("the script did not reach the message on a channel never opened: " + j.f.reason)
+	}
+	m := j.ev[i]
+	a, ok := j.ackAfter(i, m.conn, payloadOf(m).MessageID)
+	if !ok {
+		return fail("chat.message.ack rejected channel_not_open", "no ack", string(m.raw))
+	}
+	if ack := ackOf(a); ack.Status != protocol.AckRejected || ack.Code != string(protocol.CodeChannelNotOpen) || ack.Retryable == nil {
+		return fail("rejected with code channel_not_open and retryable", fmt.Sprintf("status %q code %q", ack.Status, ack.Code), string(a.raw))
 	}
 	return pass()
 }

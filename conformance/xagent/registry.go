@@ -62,6 +62,7 @@ func Requirements() []conformance.Requirement {
 		req("xagent.ack-every-message", "IM v2 §7", must, CapSignedIn, "Every chat.message from the Connector gets one chat.message.ack with reply_to = its packet_id, its channel, its message_id and a valid status (rejected with code and retryable)"),
 		req("xagent.duplicate", "IM v2 §7", must, CapSignedIn, "A chat.message resent with an accepted message_id and the same content gets chat.message.ack duplicate and no second reply"),
 		req("xagent.conflict", "IM v2 §9", must, CapSignedIn, "A chat.message reusing an accepted message_id with other text is rejected with a code and retryable=false"),
+		req("xagent.reject-not-open", "IM v2 §10", must, CapSignedIn, "A chat.message on a channel xAgent never opened gets chat.message.ack rejected with code channel_not_open and a retryable flag"),
 		req("xagent.inbound-file", "IM v2 §5.3", must, CapSignedIn, "xAgent downloads the download_url of an inbound file before it acknowledges the message accepted"),
 		req("xagent.deltas", "IM v2 §6", must, CapReplies, "The deltas of one assistant message are numbered from 1 without gaps, carry no files and come before its final"),
 		req("xagent.final", "IM v2 §5", must, CapReplies, "Every final chat.message from xAgent has a message_id and text or files, each file with a type and a file_ref and no download_url"),

@@ -17,6 +17,7 @@ type facts struct {
 	ids           []string
 	m1, m2, m3    protocol.ChatMessagePayload
 	dup, conflict string // packet_ids of the duplicate and the conflict
+	notOpen       string // packet_id of the message on a channel never opened
 	f1, f2, f3    string // message_ids of the replies' finals
 	phase         int    // the last phase reached, 1 to 3; 4 when done
 	reason        string // why the script stopped early
@@ -98,8 +99,13 @@ func (s *Server) script(ctx context.Context) {
 		stop("the conflict was not acknowledged")
 		return
 	}
+	// A message on a channel the xAgent never opened: rejected as
+	// channel_not_open, with retryable said (IM v2 section 10).
+	mark = s.mark()
+	notOpen, _ := s.push(n2, notOpenChannel, protocol.ChatMessagePayload{MessageID: "xc-not-open-" + tag, Text: "xagent check: nobody opened this channel"})
+	s.await(ctx, mark, t, ackFor("xc-not-open-"+tag)) // judged by xagent.reject-not-open
 	s.mu.Lock()
-	s.facts.dup, s.facts.conflict = packetID(dup), packetID(conflict)
+	s.facts.dup, s.facts.conflict, s.facts.notOpen = packetID(dup), packetID(conflict), packetID(notOpen)
 	s.mu.Unlock()
 
 	m2 := protocol.ChatMessagePayload{MessageID: "xc-m2-" + tag, Text: "xagent check: second message"}
@@ -163,6 +169,9 @@ func (s *Server) script(ctx context.Context) {
 	s.mu.Unlock()
 	s.printf("script done")
 }
+
+// notOpenChannel is a channel id the Server never hands out.
+const notOpenChannel = "cch_xc_never_opened"
 
 // reconnected waits for a hello on a connection other than prev and for
 // the channel ch reopened on it.
