@@ -39,6 +39,10 @@ const (
 	chaosDrainTimeout = 3 * time.Minute
 	// chaosQuiesceEvery is the number of faults between resource samples.
 	chaosQuiesceEvery = 3
+	// chaosSoakCycles is the number of identical drop cycles at the end;
+	// a process sampled in chaosMinSoak of them must not grow with each.
+	chaosSoakCycles = 6
+	chaosMinSoak    = 4
 	// Growth tolerated between the first and the last sample of a process.
 	chaosGoroutineSlack = 40
 	chaosFDSlack        = 24
@@ -83,7 +87,8 @@ connections, stalls, half-closes, a host restart with a new connector_id, slow
 consumers, and a host outage longer than --outbox-ttl (messages posted then
 expire). Every few faults it pauses the browsers, waits for quiescence and
 samples each child's descriptors (/proc/PID/fd) and goroutines (go_goroutines
-of its /metrics).
+of its /metrics); after the faults and a drain, six soak cycles drop every
+connection and sample again: no child may grow with every cycle.
 
 With --store postgres://... two connector processes share the database (each
 run in a schema of its own, dropped at the end unless --keep): one active by
@@ -211,11 +216,13 @@ type chaosRun struct {
 	hostMetrics string
 	samples     map[int][]chaosSample // by pid
 	quiesced    int
+	soaking     bool // samples are of the soak cycles
 	takeovers   []time.Duration
 }
 
 // chaosSample is a resource sample of a child at a quiescent point.
 type chaosSample struct {
+	soak       bool
 	name       string
 	fds        int
 	goroutines int
@@ -410,6 +417,8 @@ func (r *chaosRun) run(ctx context.Context) (chaos.Result, error) {
 	if !r.quiesce(ctx, obs, true) {
 		r.logf("drain: still pending after %s", chaosDrainTimeout)
 	}
+	r.logf("soak: %d drop cycles", chaosSoakCycles)
+	r.soak(ctx, obs, chaosSoakCycles)
 	if obs != nil {
 		r.refreshExpired(ctx, obs)
 	}

@@ -176,26 +176,65 @@ func (r *chaosRun) sampleProc(p *chaosProc, metricsURL string, withKey bool) (ch
 	}
 	s := chaosSample{name: fmt.Sprintf("%s[%d]", p.name, pid), fds: fds, goroutines: int(g)}
 	r.mu.Lock()
+	s.soak = r.soaking
 	r.samples[pid] = append(r.samples[pid], s)
 	r.mu.Unlock()
 	return s, true
 }
 
-// checkGrowth compares, per process, the last sample with the second
-// (the first is taken while caches warm up).
+// checkGrowth looks for growth per process: over the whole run, the last
+// sample against the second (the first is taken while caches warm up),
+// with a wide margin; and over the soak cycles at the end (identical
+// drops), any growth with every cycle.
 func (r *chaosRun) checkGrowth() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, ss := range r.samples {
+		var soakG, soakF []int
+		for _, s := range ss {
+			if s.soak {
+				soakG, soakF = append(soakG, s.goroutines), append(soakF, s.fds)
+			}
+		}
+		last := ss[len(ss)-1]
+		if len(soakG) >= chaosMinSoak {
+			if chaos.Growing(soakG, len(soakG)-1) {
+				r.chk.Leak(fmt.Sprintf("%s goroutines grew with every soak cycle: %v", last.name, soakG))
+			}
+			if chaos.Growing(soakF, len(soakF)-1) {
+				r.chk.Leak(fmt.Sprintf("%s descriptors grew with every soak cycle: %v", last.name, soakF))
+			}
+		}
 		if len(ss) < 3 {
 			continue
 		}
-		base, last := ss[1], ss[len(ss)-1]
+		base := ss[1]
 		if last.goroutines > base.goroutines+base.goroutines/2+chaosGoroutineSlack {
 			r.chk.Leak(fmt.Sprintf("%s goroutines grew from %d to %d over %d quiescent points", last.name, base.goroutines, last.goroutines, len(ss)))
 		}
 		if last.fds > base.fds+chaosFDSlack {
 			r.chk.Leak(fmt.Sprintf("%s descriptors grew from %d to %d over %d quiescent points", last.name, base.fds, last.fds, len(ss)))
 		}
+	}
+}
+
+// soak runs n identical cycles at the end, the browsers paused: drop every
+// connection of both proxies, wait for quiescence, sample. A process that
+// leaks per reconnect grows with every cycle.
+func (r *chaosRun) soak(ctx context.Context, obs *store.DB, n int) {
+	r.mu.Lock()
+	r.soaking = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.soaking = false
+		r.mu.Unlock()
+	}()
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		r.chk.Fault(chaos.Drop)
+		r.proxy.Drop()
+		r.web.Drop()
+		sleepCtx(ctx, time.Second)
+		r.quiesce(ctx, obs, false)
 	}
 }

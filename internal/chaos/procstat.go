@@ -48,3 +48,19 @@ func MetricValue(page []byte, name string) (float64, bool) {
 	}
 	return 0, false
 }
+
+// Growing reports whether a series of samples taken after identical cycles
+// grows with every cycle: never smaller than the one before, and the last
+// at least minTotal above the first. Noise goes up and down; a leak of
+// something per cycle only goes up.
+func Growing(xs []int, minTotal int) bool {
+	if len(xs) < 2 {
+		return false
+	}
+	for i := 1; i < len(xs); i++ {
+		if xs[i] < xs[i-1] {
+			return false
+		}
+	}
+	return xs[len(xs)-1]-xs[0] >= minTotal
+}

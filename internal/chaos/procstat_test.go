@@ -67,3 +67,25 @@ func TestFDCount(t *testing.T) {
 		t.Fatal("no error for a missing process")
 	}
 }
+
+func TestGrowing(t *testing.T) {
+	tests := []struct {
+		xs   []int
+		min  int
+		want bool
+	}{
+		{nil, 1, false},
+		{[]int{5}, 0, false},
+		{[]int{20, 21, 22, 23, 24}, 4, true},
+		{[]int{20, 20, 22, 22, 25}, 4, true},
+		{[]int{20, 21, 22, 23, 24}, 5, false}, // not enough in total
+		{[]int{20, 26, 22, 27, 24}, 2, false}, // noise
+		{[]int{24, 23, 22}, 1, false},
+		{[]int{20, 20, 20, 20}, 0, true},
+	}
+	for _, tt := range tests {
+		if got := Growing(tt.xs, tt.min); got != tt.want {
+			t.Errorf("Growing(%v, %d) = %v, want %v", tt.xs, tt.min, got, tt.want)
+		}
+	}
+}

@@ -108,13 +108,18 @@ func TestProxyForwardsAndScans(t *testing.T) {
 
 func TestProxyFaults(t *testing.T) {
 	addr, eofs := echoServer(t)
-	p, err := Listen("127.0.0.1:0", ProxyOptions{Upstreams: func() []string { return []string{addr} }, HalfCloseLinger: time.Minute})
-	if err != nil {
-		t.Fatal(err)
+	var p *Proxy
+	fresh := func(t *testing.T) { // one proxy per case: counts are its own
+		var err error
+		p, err = Listen("127.0.0.1:0", ProxyOptions{Upstreams: func() []string { return []string{addr} }, HalfCloseLinger: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
 	}
-	defer p.Close()
 
 	t.Run("drop", func(t *testing.T) {
+		fresh(t)
 		c, r := dialProxy(t, p)
 		roundTrip(t, c, r, "x")
 		if n := p.Drop(); n != 1 {
@@ -126,6 +131,7 @@ func TestProxyFaults(t *testing.T) {
 		}
 	})
 	t.Run("stall", func(t *testing.T) {
+		fresh(t)
 		c, r := dialProxy(t, p)
 		p.Stall(time.Hour)
 		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
@@ -143,6 +149,7 @@ func TestProxyFaults(t *testing.T) {
 		}
 	})
 	t.Run("half-close", func(t *testing.T) {
+		fresh(t)
 		c, r := dialProxy(t, p)
 		roundTrip(t, c, r, "x")
 		for len(eofs) > 0 {
@@ -163,6 +170,7 @@ func TestProxyFaults(t *testing.T) {
 		}
 	})
 	t.Run("slow", func(t *testing.T) {
+		fresh(t)
 		c, r := dialProxy(t, p)
 		p.Slow(time.Hour, time.Millisecond)
 		if got := roundTrip(t, c, r, "slow"); got != "echo: slow" {
