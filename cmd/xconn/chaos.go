@@ -98,7 +98,8 @@ of start-up.
 
 Invariants: every inbound message that did not expire is accepted exactly
 once (one "accepted" chat.message.ack) and in per-room order; every accepted
-message gets exactly one reply on the page, with its file when it had one;
+message gets exactly one reply on the page, with its file when it had one
+(fetched from the page and compared with the file sent);
 every tool call id executes once (one page message) and returns one result;
 messages reported expired (the connector's outbox outcome) were never
 accepted; no child grows in goroutines or descriptors across quiescent
@@ -111,7 +112,10 @@ The run ends with one line:
 sent counts messages the connector queued; lost counts messages neither
 accepted nor expired, replies and tool calls never seen, and expired reports
 of accepted messages; duplicated counts extra accepts, replies and
-executions; leaks counts canaries found and processes that grew. With --json
+executions; leaks counts canaries found and processes that grew. Broken
+invariants no count covers (order, a reply's file content as fetched from
+the page, a takeover past its bound, a child exiting by itself) are listed
+before the line, like every finding, and make the exit status 1. With --json
 the progress goes to stderr and stdout holds one JSON object instead:
 {"seed","sent","accepted","lost","duplicated","expired","faults","leaks",
 "finals","tool_calls","problems","by_fault","details","extra","ok"}.

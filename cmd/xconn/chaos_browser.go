@@ -35,12 +35,13 @@ type chaosBrowser struct {
 
 	slowUntil atomic.Int64 // unix nanos: read the event stream slowly until then
 	posted    atomic.Int64
+	checked   map[string]bool // reply ids whose file was fetched (events goroutine only)
 }
 
 func newChaosBrowser(web, room, code, run string, scan *chaos.Scanner, chk *chaos.Checker) *chaosBrowser {
 	jar, _ := cookiejar.New(nil)
 	return &chaosBrowser{web: web, room: room, code: code, run: run, scan: scan, chk: chk,
-		hc: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
+		hc: &http.Client{Jar: jar, Timeout: 30 * time.Second}, checked: map[string]bool{}}
 }
 
 // read returns a response body (at most 1 MiB), scanned for canaries.
@@ -214,7 +215,7 @@ func (b *chaosBrowser) stream(ctx context.Context) error {
 		switch {
 		case line == "":
 			if ev.typ != "" {
-				b.observe(ev)
+				b.observe(ctx, ev)
 			}
 			ev = sseEvent{}
 		case strings.HasPrefix(line, "event: "):
@@ -227,23 +228,73 @@ func (b *chaosBrowser) stream(ctx context.Context) error {
 }
 
 // observe reports assistant messages: echo replies and tool messages.
-func (b *chaosBrowser) observe(ev sseEvent) {
+func (b *chaosBrowser) observe(ctx context.Context, ev sseEvent) {
 	if ev.typ != "message" {
 		return
 	}
 	var m struct {
-		MessageID string            `json:"message_id"`
-		From      string            `json:"from"`
-		Text      string            `json:"text"`
-		Files     []json.RawMessage `json:"files"`
+		MessageID string `json:"message_id"`
+		From      string `json:"from"`
+		Text      string `json:"text"`
+		Files     []struct {
+			URL string `json:"url"`
+		} `json:"files"`
 	}
 	if json.Unmarshal(ev.data, &m) != nil || m.From != "assistant" {
 		return
 	}
 	switch {
 	case strings.HasPrefix(m.Text, "You said: "):
-		b.chk.Final(strings.TrimPrefix(m.Text, "You said: "), m.MessageID, len(m.Files) > 0)
+		replyTo := strings.TrimPrefix(m.Text, "You said: ")
+		b.chk.Final(replyTo, m.MessageID, len(m.Files) > 0)
+		if len(m.Files) > 0 && !b.checked[m.MessageID] {
+			b.checked[m.MessageID] = true
+			b.checkFile(ctx, m.MessageID, m.Files[0].URL, "file of "+replyTo+"\n")
+		}
 	case strings.HasPrefix(m.Text, "tool "):
 		b.chk.ToolEffect(strings.TrimPrefix(m.Text, "tool "), m.MessageID)
 	}
+}
+
+// checkFile fetches the file of a reply as the page would and compares it
+// with the file the browser sent; it retries for a minute (the connector
+// may be restarting).
+func (b *chaosBrowser) checkFile(ctx context.Context, replyID, ref, want string) {
+	if ref == "" {
+		b.chk.Problem("reply %s: its file has no URL", replyID)
+		return
+	}
+	u := b.web + ref
+	if strings.Contains(ref, "?") {
+		u += "&room=" + b.room
+	} else {
+		u += "?room=" + b.room
+	}
+	var last string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return
+		}
+		resp, err := b.hc.Do(req)
+		if err == nil {
+			body := b.read("media", resp)
+			switch {
+			case resp.StatusCode == http.StatusOK && string(body) == want:
+				return
+			case resp.StatusCode == http.StatusOK:
+				b.chk.Problem("reply %s: its file holds %q, want %q", replyID, body, want)
+				return
+			case resp.StatusCode == http.StatusUnauthorized:
+				_ = b.enter(ctx)
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		if !sleepCtx(ctx, time.Second) {
+			return
+		}
+	}
+	b.chk.Problem("reply %s: its file could not be fetched (%s)", replyID, last)
 }
