@@ -22,6 +22,15 @@ func WriteList(w io.Writer, reqs []Requirement) error {
 // section, followed by the table of MUSTs that are not observable on the
 // wire: the output of xconn check --list --markdown.
 func WriteMarkdown(w io.Writer, reqs []Requirement) error {
+	if err := WriteRequirementTables(w, reqs); err != nil {
+		return err
+	}
+	return WriteNonObservable(w, NonObservable())
+}
+
+// WriteRequirementTables writes reqs as Markdown tables of requirement IDs
+// grouped by section, Common Protocol sections first.
+func WriteRequirementTables(w io.Writer, reqs []Requirement) error {
 	var b strings.Builder
 	for _, sec := range sections(reqs) {
 		fmt.Fprintf(&b, "### %s\n\n| ID | Level | Needs | Requirement |\n|---|---|---|---|\n", SectionTitle(sec))
@@ -32,8 +41,16 @@ func WriteMarkdown(w io.Writer, reqs []Requirement) error {
 		}
 		b.WriteByte('\n')
 	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteNonObservable writes the Markdown table of MUSTs that are not
+// observable on the wire.
+func WriteNonObservable(w io.Writer, rules []NonObservableRule) error {
+	var b strings.Builder
 	b.WriteString("### MUSTs not observable on the wire\n\n| Section | Requirement | Why |\n|---|---|---|\n")
-	for _, n := range NonObservable() {
+	for _, n := range rules {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", SectionTitle(n.Section), mdEscape(n.Statement), mdEscape(n.Reason))
 	}
 	_, err := io.WriteString(w, b.String())

@@ -51,13 +51,21 @@ is skipped.
 When nothing answers at BASE_URL, or the Connector refuses the API key, check
 stops with one sentence saying so and exits 1, without a report.
 
-The API key may also come from XCONN_API_KEY.`,
+The API key may also come from XCONN_API_KEY.
+
+With --xagent it checks the other side instead: it serves a scripted Connector
+Server (card im.xagent-check) at --listen and judges the xAgent-side
+implementation that connects to it, such as "xconn host" with its echo agent
+(sign in with --auth-flow xagent_check_form --auth-input code=ANY). The run
+ends when the script ends or on interrupt; --json, --junit, --only, --skip,
+--strict and --list work as for a Connector (see conformance/README.md).`,
 		Example: `  xconn check http://127.0.0.1:8080 --api-key "$KEY"
   xconn check http://127.0.0.1:8080 --auth-flow webchat_room --auth-input room=lobby --auth-input access_code=1234
   xconn check http://127.0.0.1:8080 --auth-flow webchat_room --auth-input room=lobby --auth-input access_code=1234 \
       --tool webchat_message_send --tool-args '{"text":"conformance test"}'
   xconn check http://127.0.0.1:8080 --only 'imv2.*' --junit report.xml
-  xconn check --list --markdown`,
+  xconn check --list --markdown
+  xconn check --xagent --listen 127.0.0.1:8099 --api-key "$KEY"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if xagentMode {
 				if len(args) > 0 {
@@ -129,6 +137,9 @@ The API key may also come from XCONN_API_KEY.`,
 				opts.ToolArgs = json.RawMessage(toolArgs)
 			}
 			opts.Out = cmd.ErrOrStderr()
+			if err := checkNotConnectorURL(cmd.Context(), args[0]); err != nil {
+				return err // a wrong Base URL: one sentence (host_preflight.go)
+			}
 			rep, err := conformance.Check(cmd.Context(), args[0], opts)
 			if err != nil {
 				var pe *conformance.PreflightError
@@ -227,7 +238,7 @@ func runCheckXAgent(cmd *cobra.Command, opts conformance.Options, listen string,
 			return usageError(err)
 		}
 		if md {
-			return conformance.WriteMarkdown(out, reqs)
+			return xagent.WriteMarkdown(out, reqs)
 		}
 		return conformance.WriteList(out, reqs)
 	}

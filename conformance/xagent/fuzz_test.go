@@ -1,6 +1,9 @@
 package xagent
 
 import (
+	"bytes"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/xconn/xconn/protocol"
@@ -68,5 +71,28 @@ func TestEveryRequirementJudged(t *testing.T) {
 	}
 	if got, _ := Select([]string{"xagent.qr-*"}, []string{"xagent.qr-refresh"}); len(got) != 1 || got[0].ID != "xagent.qr-poll-interval" {
 		t.Errorf("Select = %v", got)
+	}
+}
+
+// TestREADMETables keeps the xAgent-side tables of ../README.md equal to
+// the output of xconn check --xagent --list --markdown (headings one level
+// deeper).
+func TestREADMETables(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const start, end = "--list --markdown; TestREADMETables keeps them in step -->\n", "<!-- end of xagent tables -->"
+	_, rest, ok := strings.Cut(string(data), start)
+	got, _, ok2 := strings.Cut(rest, end)
+	if !ok || !ok2 {
+		t.Fatal("README.md lacks the xagent table markers")
+	}
+	var want bytes.Buffer
+	if err := WriteMarkdown(&want, Requirements()); err != nil {
+		t.Fatal(err)
+	}
+	if got != strings.ReplaceAll(want.String(), "### ", "#### ") {
+		t.Error("the xagent tables of conformance/README.md are stale: regenerate them with xconn check --xagent --list --markdown")
 	}
 }

@@ -1,6 +1,7 @@
 package xagent
 
 import (
+	"io"
 	"path"
 
 	"github.com/xconn/xconn/conformance"
@@ -102,4 +103,33 @@ func matchAny(patterns []string, id string) bool {
 		}
 	}
 	return false
+}
+
+// NonObservable returns the MUSTs of the xAgent side that no run of the
+// scripted Connector can establish, with the reason.
+func NonObservable() []conformance.NonObservableRule {
+	return []conformance.NonObservableRule{
+		{Section: "Architecture §6.3", Statement: "xAgent persists a user channel only after authenticated with a Descriptor; a canceled first sign-in leaves no record",
+			Reason: "xAgent's storage is not on the wire"},
+		{Section: "8.18", Statement: "xAgent never selects or overrides a channel from the model's connector_channel_id argument",
+			Reason: "needs the model's intent; xagent.tool-routing checks that the envelope names an open, signed-in channel"},
+		{Section: "8.17", Statement: "xAgent validates a pushed Descriptor's identity and ignores a mismatch",
+			Reason: "its effect is inside xAgent"},
+		{Section: "IM v2 §1.1", Statement: "A final comes only from an assistant message of the current execution, never from history",
+			Reason: "needs knowledge of the Agent's history"},
+		{Section: "IM v2 §9", Statement: "A final rejected with retryable=false is never redelivered",
+			Reason: "a wait without an end; the script checks the retryable case"},
+		{Section: "IM v2 §5.3", Statement: "Inbound files enter the Agent as blocks of the same user message",
+			Reason: "inside xAgent; the script checks the download comes before the ack"},
+	}
+}
+
+// WriteMarkdown writes reqs as Markdown tables by section, then the
+// table of MUSTs not observable: the output of xconn check --xagent
+// --list --markdown.
+func WriteMarkdown(w io.Writer, reqs []conformance.Requirement) error {
+	if err := conformance.WriteRequirementTables(w, reqs); err != nil {
+		return err
+	}
+	return conformance.WriteNonObservable(w, NonObservable())
 }
