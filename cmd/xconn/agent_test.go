@@ -79,7 +79,7 @@ func TestHostAgentOpenAI(t *testing.T) {
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- run(cctx, []string{"host", srv.URL, "--api-key", apiKey, "--data", filepath.Join(dir, "host"),
+		done <- run(cctx, []string{"host", "--log", "pretty", srv.URL, "--api-key", apiKey, "--data", filepath.Join(dir, "host"),
 			"--auth-flow", webchat.FlowRoom, "--auth-input", "room=lobby", "--auth-input", "access_code=s3cret-code",
 			"--agent", "openai", "--base-url", model.URL, "--model", "any"}, strings.NewReader(""), out, errOut)
 	}()
@@ -166,7 +166,7 @@ func TestDemoAgentOpenAI(t *testing.T) {
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"demo", "--listen", addr, "--data", dir, "--agent", "openai", "--base-url", model.URL, "--model", "llama3.2"},
+		done <- run(ctx, []string{"demo", "--log", "pretty", "--listen", addr, "--data", dir, "--agent", "openai", "--base-url", model.URL, "--model", "llama3.2"},
 			strings.NewReader(""), out, errOut)
 	}()
 	defer func() {

@@ -38,21 +38,29 @@ func newDemoCmd() *cobra.Command {
 	var f webchatFlags
 	var agentF agentFlags
 	var pace time.Duration
+	var o demoOptions
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the web chat connector with an embedded xAgent host and the Echo agent",
 		Long: `Run the whole system in one process: the web chat connector, an embedded xAgent
 host that admits it, and an agent (Echo by default). The demo opens a channel
 (reusing the stored one on restart), starts a QR sign-in and prints the QR code and
-the login URL; then it logs sign-in, messages, deltas and acks. State lives in
---data. Ctrl-C stops it.`,
+the login URL; then it logs sign-in, messages, deltas and acks. A restart that
+finds the channel signed in prints the chat page URL and no new QR code (the
+browsers signed in before stay signed in); --signin asks for a new one. State
+lives in --data, which one process uses at a time. Ctrl-C stops it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			pretty, err := prettyLog(o.logStyle, cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			o.pretty = pretty
 			agent, err := demoAgent(&agentF, pace, cmd.ErrOrStderr())
 			if err != nil {
 				return err // a usage error
 			}
-			if err := runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, agent); err != nil {
+			if err := runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, agent, o); err != nil {
 				return &exitError{code: 1, err: err}
 			}
 			return nil
@@ -61,7 +69,16 @@ the login URL; then it logs sign-in, messages, deltas and acks. State lives in
 	f.register(cmd, false)
 	agentF.register(cmd.Flags(), `agent behind the embedded host: "echo", or "openai" (any OpenAI-compatible server, with --model and --base-url)`)
 	cmd.Flags().DurationVar(&pace, "pace", 80*time.Millisecond, "pause before each streamed delta of the echo agent, so streaming is visible (0 = none)")
+	cmd.Flags().StringVar(&o.logStyle, "log", logAuto, logStyleHelp)
+	cmd.Flags().BoolVar(&o.signin, "signin", false, "start a new QR sign-in even when the stored channel is signed in (to add a browser)")
 	return cmd
+}
+
+// demoOptions are the demo's own settings beside the web chat flags.
+type demoOptions struct {
+	logStyle string
+	pretty   bool // the readable view on stdout; else structured records on stderr
+	signin   bool // a new QR sign-in even for a signed-in channel
 }
 
 // demoAgent is the --agent seam: it maps the agent flags to a host.Agent.
@@ -107,14 +124,26 @@ func (s pacedStream) Delta(ctx context.Context, text string) error {
 	return s.ReplyStream.Delta(ctx, text)
 }
 
-// runDemo runs the demo until ctx ends.
-func runDemo(ctx context.Context, out, errOut io.Writer, f webchatFlags, agent host.Agent) error {
-	log := serveLogger(errOut, slog.LevelWarn)
+// runDemo runs the demo until ctx ends. Its output has one style (see
+// demoOptions.pretty): the readable view on out, warnings included, or
+// structured records on errOut.
+func runDemo(ctx context.Context, out, errOut io.Writer, f webchatFlags, agent host.Agent, o demoOptions) error {
 	p := &demoPrinter{w: out}
-	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
-		return fmt.Errorf("data directory: %w", err)
+	var log *slog.Logger
+	if o.pretty {
+		log = slog.New(connector.NewRedactingHandler(newPrettyHandler(&p.mu, out, slog.LevelWarn), nil))
+	} else {
+		log = structuredLogger(errOut, slog.LevelInfo)
+		p.log = log
+	}
+	// The lock first: a second demo on this directory stops before it
+	// touches anything.
+	lock, err := connector.LockDataDir(f.dataDir)
+	if err != nil {
+		return err
 	}
 	apiKey, err := demoLoadOrCreateSecret(filepath.Join(f.dataDir, demoAPIKeyFile))
+	lock.Close() // startWebchat takes it again, with the address
 	if err != nil {
 		return err
 	}
@@ -162,7 +191,7 @@ func runDemo(ctx context.Context, out, errOut io.Writer, f webchatFlags, agent h
 	if err := demoWaitOnline(ctx, h, webchat.CardID); err != nil {
 		return err
 	}
-	err = demoSignins(ctx, h, rt.conn, p)
+	err = demoSignins(ctx, h, rt.conn, p, o.signin)
 	if ctx.Err() != nil {
 		p.say("Stopping…")
 		return nil
@@ -199,6 +228,7 @@ func demoServe(rt *webchatRuntime) (stop func()) {
 		}
 		wg.Wait()
 		_ = rt.db.Close()
+		_ = rt.lock.Close()
 	}
 }
 
@@ -239,7 +269,19 @@ func demoWaitOnline(ctx context.Context, h *host.Host, cardID string) error {
 // demoSignins opens (or reuses) the demo user's channel and runs QR
 // sign-ins, printing each QR code and login URL, until one succeeds; then
 // it waits for ctx.
-func demoSignins(ctx context.Context, h *host.Host, conn *webchat.Connector, p *demoPrinter) error {
+func demoSignins(ctx context.Context, h *host.Host, conn *webchat.Connector, p *demoPrinter, force bool) error {
+	if !force {
+		chans, err := h.Channels(ctx, demoUser, webchat.CardID)
+		if err != nil {
+			return fmt.Errorf("list channels: %w", err)
+		}
+		if len(chans) > 0 && chans[0].Authenticated {
+			p.say("Resuming channel %s (signed in; browsers signed in before stay signed in). Chat page: %s", chans[0].ChannelID, conn.WebURL())
+			p.say("No new QR code: the channel is signed in (--signin starts one for another browser). Ctrl-C stops the demo.")
+			<-ctx.Done()
+			return nil
+		}
+	}
 	for range demoMaxSignins {
 		s, err := startDemoSignin(ctx, h, p)
 		if err != nil {
@@ -300,7 +342,9 @@ func followSignin(ctx context.Context, s *host.Signin, p *demoPrinter) (store.Us
 		}
 		if st.Status != lastStatus {
 			lastStatus = st.Status
-			p.say("sign-in: %s", st.Status)
+			if st.Status != protocol.AuthAuthenticated { // "Signed in: ..." says that one
+				p.say("sign-in: %s", st.Status)
+			}
 		}
 	}
 	show(s.State())
@@ -325,6 +369,9 @@ func followSignin(ctx context.Context, s *host.Signin, p *demoPrinter) (store.Us
 func demoLoadOrCreateSecret(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err == nil && len(b) > 0 {
+		if err := checkSecretFileMode(path); err != nil {
+			return "", err
+		}
 		return string(b), nil
 	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -344,11 +391,16 @@ func demoLoadOrCreateSecret(path string) (string, error) {
 // demoPrinter writes the demo's readable log lines. Safe for concurrent
 // use (packet observers run on the host's goroutines).
 type demoPrinter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu  sync.Mutex
+	w   io.Writer
+	log *slog.Logger // structured style: every line is a record here
 }
 
 func (p *demoPrinter) say(format string, args ...any) {
+	if p.log != nil {
+		p.log.Info(fmt.Sprintf(format, args...))
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, "%s  %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
@@ -356,6 +408,10 @@ func (p *demoPrinter) say(format string, args ...any) {
 
 // qr prints a QR code and, on a line of its own, the login URL.
 func (p *demoPrinter) qr(text string, expires time.Time) {
+	if p.log != nil {
+		p.log.Info("sign-in: scan the QR code or open the login URL", "login_url", text, "valid_until", expires.UTC().Format(time.RFC3339))
+		return
+	}
 	art, err := qr.Terminal(text)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -428,6 +484,10 @@ func (p *demoPrinter) packet(dir protocol.Direction, _ string, env *protocol.Env
 	ch := env.ConnectorChannelID
 	if ch == "" {
 		ch = "-"
+	}
+	if p.log != nil {
+		p.log.Info("packet", "dir", arrow, "type", env.Type, "channel", ch, "detail", detail)
+		return
 	}
 	p.say("%s  %-26s %s %s", arrow, env.Type, ch, detail)
 }

@@ -63,15 +63,24 @@ func freeAddr(t *testing.T) string {
 
 // startDemo runs "xconn demo" in-process until the returned stop is called;
 // stop returns the exit code.
-func startDemo(t *testing.T, addr, dir string) (*syncBuffer, func() int) {
+func startDemo(t *testing.T, addr, dir string, extra ...string) (*syncBuffer, func() int) {
+	t.Helper()
+	out, _, stop := startDemoOut(t, addr, dir, append([]string{"--log", "pretty"}, extra...)...)
+	return out, stop
+}
+
+// startDemoOut is startDemo with both outputs and the demo's arguments
+// after the address and directory.
+func startDemoOut(t *testing.T, addr, dir string, extra ...string) (*syncBuffer, *syncBuffer, func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
+	args := append([]string{"demo", "--listen", addr, "--data", dir, "--pace", "0"}, extra...)
 	go func() {
-		done <- run(ctx, []string{"demo", "--listen", addr, "--data", dir, "--pace", "0"}, strings.NewReader(""), out, errOut)
+		done <- run(ctx, args, strings.NewReader(""), out, errOut)
 	}()
-	return out, func() int {
+	return out, errOut, func() int {
 		cancel()
 		select {
 		case code := <-done:
@@ -141,13 +150,45 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo exit code %d after Ctrl-C:\n%s", code, out.String())
 	}
 
+	// A restart resumes the signed-in channel: the chat page URL, no QR.
 	out2, stop2 := startDemo(t, addr, dir)
-	resumed := waitFor(t, out2, regexp.MustCompile(`Resuming channel (\S+)`), 60*time.Second)
+	resumed := waitFor(t, out2, regexp.MustCompile(`Resuming channel (\S+) \(signed in`), 60*time.Second)
 	if resumed != channel {
 		t.Fatalf("restart resumed channel %s, want %s", resumed, channel)
 	}
-	waitFor(t, out2, regexp.MustCompile(`(?m)^Login URL: `), 30*time.Second)
+	waitFor(t, out2, regexp.MustCompile(`Chat page: http://`+regexp.QuoteMeta(addr)+`/webchat/`), 30*time.Second)
+	waitFor(t, out2, regexp.MustCompile(`No new QR code`), 30*time.Second)
+	if strings.Contains(out2.String(), "Login URL:") || strings.Contains(out2.String(), "sign-in: pending") {
+		t.Fatalf("a restart of a signed-in channel showed a QR sign-in:\n%s", out2.String())
+	}
+	// A second demo on the same directory stops at once, naming the first.
+	code, _, errOut := xconn(t, "", "demo", "--listen", freeAddr(t), "--data", dir)
+	if code != 1 || !regexp.MustCompile(`^xconn: data directory \S+ is in use by process \d+ listening on `+regexp.QuoteMeta(addr)+`; [^\n]*\n$`).MatchString(errOut) {
+		t.Fatalf("second demo on one directory: exit %d, stderr %q", code, errOut)
+	}
 	if code := stop2(); code != 0 {
 		t.Fatalf("second demo exit code %d", code)
+	}
+}
+
+// TestDemoStructuredLog: without a terminal the demo writes one style,
+// logfmt records on stderr, and nothing else.
+func TestDemoStructuredLog(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	out, errOut, stop := startDemoOut(t, addr, dir)
+	waitFor(t, errOut, regexp.MustCompile(`login_url=http://`+regexp.QuoteMeta(addr)+`/webchat/login/`), 60*time.Second)
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if out.String() != "" {
+		t.Fatalf("structured style wrote to stdout:\n%s", out.String())
+	}
+	record := regexp.MustCompile(`^time=\S+ level=(INFO|WARN|ERROR|DEBUG) msg=`)
+	for _, line := range strings.Split(strings.TrimSpace(errOut.String()), "\n") {
+		if !record.MatchString(line) {
+			t.Fatalf("not a structured record: %q", line)
+		}
 	}
 }

@@ -36,6 +36,8 @@ type hostFlags struct {
 	inputs   []string
 	userID   string
 	logLevel string
+	logStyle string // --log
+	levelSet bool   // --log-level given
 	invoke   invokeFlags
 	// downloadOrigins are host.Options.DownloadOrigins.
 	downloadOrigins []string
@@ -72,6 +74,7 @@ stderr.`,
 			if f.apiKey == "" {
 				f.apiKey = os.Getenv("XCONN_API_KEY")
 			}
+			f.levelSet = cmd.Flags().Changed("log-level")
 			return runHost(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], f)
 		},
 	}
@@ -82,7 +85,8 @@ stderr.`,
 	fs.StringVar(&f.flowID, "auth-flow", "", "auth flow id of the Card (default: its first flow)")
 	registerAuthInputs(fs, &f.inputs)
 	fs.StringVar(&f.userID, "user", defaultHostUser, "user id the channel belongs to")
-	fs.StringVar(&f.logLevel, "log-level", "warn", "log level of the host (debug, info, warn, error)")
+	fs.StringVar(&f.logLevel, "log-level", "warn", "log level of the host (debug, info, warn, error; the structured style logs info and above unless set)")
+	fs.StringVar(&f.logStyle, "log", logAuto, logStyleHelp)
 	f.invoke.register(fs)
 	fs.StringArrayVar(&f.downloadOrigins, "download-origin", nil, `another origin (scheme://host[:port]) the host may download a connector's download_url from, besides the connector's own; "*" for any (repeatable)`)
 	return cmd
@@ -105,6 +109,14 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 	if err != nil {
 		return err
 	}
+	if err := hostPreflight(ctx, baseURL, f.apiKey, func(s string) string {
+		if f.apiKey == "" {
+			return s
+		}
+		return strings.ReplaceAll(s, f.apiKey, "[redacted]")
+	}); err != nil {
+		return err
+	}
 	if err := f.agent.check(); err != nil {
 		return err
 	}
@@ -118,6 +130,14 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
+	}
+	lineOut := stdout
+	if f.invoke.tool != "" {
+		lineOut = stderr // stdout is the call's JSON
+	}
+	pretty, err := prettyLog(f.logStyle, lineOut)
+	if err != nil {
+		return err
 	}
 	// Until a connector is admitted, the run leaves the data directory as
 	// it found it (deferred first: it runs after the store is closed).
@@ -141,14 +161,25 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 	for _, v := range inputs {
 		secrets.Add(v)
 	}
-	logger := slog.New(connector.NewRedactingHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}), secrets))
+	// One style per process: the readable packet view with warnings in
+	// its shape, or structured records (packets included) on stderr.
+	out := &lineWriter{w: lineOut}
+	var logger *slog.Logger
+	if pretty {
+		logger = slog.New(connector.NewRedactingHandler(newPrettyHandler(&out.mu, lineOut, level), secrets))
+	} else {
+		if !f.levelSet {
+			level = slog.LevelInfo
+		}
+		logger = slog.New(connector.NewRedactingHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}), secrets))
+		out.log = logger
+	}
 	agent, err := f.agent.build(logger, secrets)
 	if err != nil {
 		return err
 	}
-	out := &lineWriter{w: stdout}
 	if f.invoke.tool != "" {
-		agent, out = invokeAgent{}, &lineWriter{w: stderr} // stdout is the call's JSON
+		agent = invokeAgent{}
 	}
 	h, err := host.New(host.Options{
 		Store: db, Delivery: db, Agent: agent, Logger: logger,
@@ -289,11 +320,16 @@ func promptMissing(flow *protocol.AuthFlow, inputs map[string]string, out *lineW
 
 // lineWriter serialises output lines from the host's goroutines.
 type lineWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu  sync.Mutex
+	w   io.Writer
+	log *slog.Logger // structured style: each line is an info record here
 }
 
 func (l *lineWriter) printf(format string, args ...any) {
+	if l.log != nil {
+		l.log.Info(fmt.Sprintf(format, args...))
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	fmt.Fprintf(l.w, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))

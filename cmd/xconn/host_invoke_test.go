@@ -226,7 +226,7 @@ func TestHostQRSigninStopsOnSignal(t *testing.T) {
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"host", url, "--api-key", invokeTestKey, "--data", t.TempDir(), "--auth-flow", sdkfixture.FlowQR},
+		done <- run(ctx, []string{"host", "--log", "pretty", url, "--api-key", invokeTestKey, "--data", t.TempDir(), "--auth-flow", sdkfixture.FlowQR},
 			strings.NewReader(""), stdout, stderr)
 	}()
 	waitFor(t, stdout, regexp.MustCompile(`open its text: https://qr\.invalid/login\?t=\S+`), 20*time.Second)

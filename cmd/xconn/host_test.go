@@ -47,7 +47,7 @@ func TestHostCommand(t *testing.T) {
 		out, errOut := &syncBuffer{}, &syncBuffer{}
 		done := make(chan int, 1)
 		go func() {
-			done <- run(cctx, []string{"host", srv.URL, "--api-key", apiKey, "--data", hostDir,
+			done <- run(cctx, []string{"host", "--log", "pretty", srv.URL, "--api-key", apiKey, "--data", hostDir,
 				"--auth-flow", webchat.FlowRoom, "--auth-input", "room=lobby", "--auth-input", "access_code=s3cret-code"},
 				strings.NewReader(""), out, errOut)
 		}()

@@ -41,17 +41,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
 	}
+	code := 2 // cobra's own errors are usage errors
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(stderr, "xconn:", ee.err)
-		}
-		return ee.code
+		code, err = ee.code, ee.err
 	}
-	fmt.Fprintln(stderr, "xconn:", err)
-	return 2 // cobra's own errors are usage errors
+	switch {
+	case err == nil:
+	case code == 2:
+		fmt.Fprintln(stderr, usageLine(cmd, err))
+	default:
+		fmt.Fprintln(stderr, "xconn:", err)
+	}
+	return code
 }

@@ -148,14 +148,29 @@ type webchatRuntime struct {
 	pubLn   net.Listener // the web side's own (--public-listen), or nil
 	baseURL string       // the connector's Base URL for xAgent
 	log     *slog.Logger
+	lock    *connector.DataDirLock // of --data, released when serving ends
 }
 
-// startWebchat listens, opens the store, builds and starts the connector.
-// dbName is the SQLite file used when f.storeDSN is empty.
+// startWebchat locks the data directory (a second process on it gets one
+// line naming this one's pid and address), listens, opens the store,
+// builds and starts the connector. dbName is the SQLite file used when
+// f.storeDSN is empty. rt.serve (or demoServe's stop) releases the lock.
 func startWebchat(ctx context.Context, f webchatFlags, dbName string, log *slog.Logger) (*webchatRuntime, error) {
-	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
+	lock, err := connector.LockDataDir(f.dataDir)
+	if err != nil {
+		return nil, err
 	}
+	rt, err := startWebchatLocked(ctx, f, dbName, log)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	rt.lock = lock
+	_ = lock.SetAddr(rt.ln.Addr().String())
+	return rt, nil
+}
+
+func startWebchatLocked(ctx context.Context, f webchatFlags, dbName string, log *slog.Logger) (*webchatRuntime, error) {
 	dsn := f.storeDSN
 	if dsn == "" {
 		dsn = "sqlite:" + filepath.Join(f.dataDir, dbName)
@@ -219,6 +234,7 @@ func startWebchat(ctx context.Context, f webchatFlags, dbName string, log *slog.
 // first). A web side on its own listener is shut down after it. The store
 // is closed last.
 func (rt *webchatRuntime) serve(ctx context.Context) error {
+	defer rt.lock.Close()
 	if rt.pubLn == nil {
 		return errors.Join(rt.conn.Server().Serve(ctx, rt.ln), rt.db.Close())
 	}
@@ -261,6 +277,9 @@ func serveDialable(a net.Addr) string {
 func serveLoadOrCreateKey(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
+		if err := checkSecretFileMode(path); err != nil {
+			return nil, err
+		}
 		if len(b) != 32 {
 			return nil, fmt.Errorf("key file %s: want 32 bytes, found %d", path, len(b))
 		}

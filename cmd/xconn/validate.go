@@ -117,14 +117,7 @@ by default the direction comes from the packet type, and a bidirectional type
 }
 
 // exactArgs is cobra.ExactArgs with exit code 2.
-func exactArgs(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
-		}
-		return nil
-	}
-}
+func exactArgs(n int) cobra.PositionalArgs { return cobra.ExactArgs(n) } // strictUsage words the error
 
 // readInput reads FILE, or standard input for "-". Failures are usage errors.
 func readInput(cmd *cobra.Command, name string) ([]byte, error) {

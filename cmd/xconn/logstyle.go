@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/xconn/xconn/connector"
+)
+
+// Values of --log.
+const (
+	logAuto       = "auto"
+	logPretty     = "pretty"
+	logStructured = "structured"
+)
+
+// logStyleHelp is the help of --log.
+const logStyleHelp = `log style: "structured" (one logfmt record per line on stderr), "pretty" (the readable packet view on stdout), or "auto": pretty when stdout is a terminal, else structured`
+
+// prettyLog reports whether --log value style asks for the readable view
+// on stdout; an unknown value is a usage error.
+func prettyLog(style string, stdout io.Writer) (bool, error) {
+	switch style {
+	case logPretty:
+		return true, nil
+	case logStructured:
+		return false, nil
+	case logAuto, "":
+		f, ok := stdout.(*os.File)
+		return ok && term.IsTerminal(int(f.Fd())), nil
+	}
+	return false, usageError(fmt.Errorf("--log %q: want %s, %s or %s", style, logAuto, logPretty, logStructured))
+}
+
+// prettyHandler writes log records in the readable view's shape, "15:04:05.000  WARN  message key=value",
+// through the same line writer as the packet view, so the two never
+// interleave mid-line. Safe for concurrent use.
+type prettyHandler struct {
+	mu    *sync.Mutex
+	w     io.Writer
+	level slog.Leveler
+	attrs []slog.Attr
+	group string
+}
+
+func newPrettyHandler(mu *sync.Mutex, w io.Writer, level slog.Leveler) *prettyHandler {
+	return &prettyHandler{mu: mu, w: w, level: level}
+}
+
+func (h *prettyHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level.Level() }
+
+func (h *prettyHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	t := r.Time
+	if t.IsZero() {
+		t = time.Now()
+	}
+	fmt.Fprintf(&b, "%s  %-5s %s", t.Format("15:04:05.000"), r.Level.String(), r.Message)
+	write := func(a slog.Attr) {
+		if a.Equal(slog.Attr{}) {
+			return
+		}
+		k := a.Key
+		if h.group != "" {
+			k = h.group + "." + k
+		}
+		v := a.Value.Resolve().String()
+		if strings.ContainsAny(v, " \t\n\"=") {
+			v = fmt.Sprintf("%q", v)
+		}
+		fmt.Fprintf(&b, " %s=%s", k, v)
+	}
+	for _, a := range h.attrs {
+		write(a)
+	}
+	r.Attrs(func(a slog.Attr) bool { write(a); return true })
+	b.WriteByte('\n')
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := io.WriteString(h.w, b.String())
+	return err
+}
+
+func (h *prettyHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = append(append([]slog.Attr(nil), h.attrs...), as...)
+	return &c
+}
+
+func (h *prettyHandler) WithGroup(name string) slog.Handler {
+	c := *h
+	if c.group != "" {
+		name = c.group + "." + name
+	}
+	c.group = name
+	return &c
+}
+
+// structuredLogger is the structured style: logfmt records on w, secrets
+// redacted.
+func structuredLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(connector.NewRedactingHandler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}), nil))
+}
+
