@@ -5,21 +5,38 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
-	"unicode/utf8"
+	"math/bits"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/xconn/xconn/delivery"
 )
 
-// Grouped operations of the SQLite committer. The outbox finishes (one per
-// ack) and the inbox puts (one per received message) waiting in one batch
-// run as a few statements for all of them instead of two or three each:
-// finishes as one DELETE of every acked entry, one INSERT of their
-// outcomes and one read of the channels' next heads; inbox puts as one
-// INSERT of the records and one update of the channels' record counts.
-// The rows travel as one JSON array bound to one parameter (json_each),
-// so that one prepared statement serves every batch size. Results are the
-// same as running the operations one after the other in batch order.
+// Grouped operations of the SQLite committer. The outbox enqueues, the
+// outbox finishes (one per ack) and the inbox puts (one per received
+// message) waiting in one batch run as a few statements for all of them
+// instead of one to three each: enqueues as one INSERT; finishes as one
+// DELETE of every acked entry, one INSERT of their outcomes and one read
+// of the channels' next heads; inbox puts as one INSERT of the records
+// and one update of the channels' record counts. Results are the same as
+// running the operations one after the other in batch order.
+
+// gcGroups names the group of an operation: exactly one field is set.
+type gcGroups struct {
+	enq *enqueueReq
+	fin *finishReq
+	inb *inboxReq
+}
+
+// enqueueReq is an outbox enqueue waiting in a batch, with its result.
+type enqueueReq struct {
+	e        delivery.Entry
+	capacity int
+	now      time.Time
+
+	res delivery.EnqueueResult
+}
 
 // finishReq is an outbox finish waiting in a batch, with its results.
 type finishReq struct {
@@ -44,100 +61,309 @@ type inboxReq struct {
 // then runs every operation of the batch alone.
 var errGroup = errors.New("store: grouped statement failed")
 
-// appendJSONString appends s as a JSON string. s must be valid UTF-8.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// validUTF8 reports whether every s is valid UTF-8 (JSON carries no other
-// text).
-func validUTF8(ss ...string) bool {
-	for _, s := range ss {
-		if !utf8.ValidString(s) {
-			return false
-		}
-	}
-	return true
-}
-
 type rowKey struct{ queue, channel, id string }
 
-// finishGroup runs the finishes ops (op.fin set) in tx.
-func (db *DB) finishGroup(tx *sql.Tx, ops []*gcOp) error {
-	ctx := context.Background()
-	b := make([]byte, 0, 64*len(ops))
-	b = append(b, '[')
-	n := 0
-	for _, op := range ops {
-		f := op.fin
-		f.ok, f.head, f.hasHead = false, delivery.Entry{}, false
-		o := &f.o
-		if !validUTF8(o.Queue, o.Channel, o.MessageID, string(o.Kind), string(o.Code), o.Message) {
-			continue // run alone below
+// Multi-row statements. Each kind takes its rows as VALUES tuples of
+// bound parameters; a statement is prepared once per power-of-two row
+// count (padded with NULL rows, which match nothing and are filtered out)
+// and batches larger than maxManyRows run in chunks.
+type manyKind int
+
+const (
+	mObInsert manyKind = iota // outbox entries
+	mObFinish                 // delete acked entries
+	mOcInsert                 // their outcomes
+	mObHeads                  // the channels' next heads
+	mInInsert                 // inbox records
+	mInCount                  // inbox record counts
+	numMany
+)
+
+// maxManyRows bounds the rows of one multi-row statement.
+const maxManyRows = 256
+
+// manyBuckets is the number of power-of-two sizes up to maxManyRows.
+const manyBuckets = 9
+
+var manyCols = [numMany]int{9, 3, 10, 2, 5, 3}
+
+// manySQL returns the text of kind k for rows rows.
+func manySQL(k manyKind, rows int) string {
+	var b strings.Builder
+	cols := manyCols[k]
+	for i := range rows {
+		if i > 0 {
+			b.WriteByte(',')
 		}
-		if n > 0 {
-			b = append(b, ',')
+		b.WriteByte('(')
+		for c := range cols {
+			if c > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('?')
 		}
-		n++
-		b = append(b, '[')
-		b = appendJSONString(b, o.Queue)
-		b = append(b, ',')
-		b = appendJSONString(b, o.Channel)
-		b = append(b, ',')
-		b = appendJSONString(b, o.MessageID)
-		b = append(b, ']')
+		b.WriteByte(')')
 	}
-	b = append(b, ']')
-	deleted := make(map[rowKey]bool, n)
-	if n > 0 {
-		rows, err := txQuery(ctx, tx, &db.hot.obFinish, string(b))
+	v := b.String()
+	switch k {
+	case mObInsert:
+		// Rows are inserted in VALUES order, so seq follows it.
+		return `INSERT INTO outbox (queue, channel, message_id, payload, created_at, expires_at, attempts, next_attempt, last_error)
+			SELECT v.* FROM (VALUES ` + v + `) v WHERE v.column1 IS NOT NULL
+			AND NOT EXISTS (SELECT 1 FROM outbox_outcomes o WHERE o.queue = v.column1 AND o.channel = v.column2 AND o.message_id = v.column3)
+			ON CONFLICT (queue, channel, message_id) DO NOTHING RETURNING seq, queue, channel, message_id`
+	case mObFinish:
+		return `DELETE FROM outbox WHERE (queue, channel, message_id) IN (VALUES ` + v + `) RETURNING queue, channel, message_id`
+	case mOcInsert:
+		return `INSERT INTO outbox_outcomes (` + outcomeCols + `) SELECT v.* FROM (VALUES ` + v + `) v WHERE v.column1 IS NOT NULL
+			ON CONFLICT (queue, channel, message_id) DO UPDATE SET kind = excluded.kind, code = excluded.code,
+			message = excluded.message, attempts = excluded.attempts, created_at = excluded.created_at,
+			expires_at = excluded.expires_at, at = excluded.at`
+	case mObHeads:
+		return `SELECT ` + outboxCols + ` FROM outbox WHERE seq IN (SELECT
+			(SELECT MIN(p.seq) FROM outbox p WHERE p.queue = v.column1 AND p.channel = v.column2) FROM (VALUES ` + v + `) v)`
+	case mInInsert:
+		return `INSERT INTO inbox (queue, channel, message_id, hash, at) SELECT v.* FROM (VALUES ` + v + `) v WHERE v.column1 IS NOT NULL
+			ON CONFLICT (queue, channel, message_id) DO NOTHING RETURNING queue, channel, message_id`
+	default: // mInCount
+		return `INSERT INTO inbox_counts (queue, channel, n) SELECT v.* FROM (VALUES ` + v + `) v WHERE v.column1 IS NOT NULL
+			ON CONFLICT (queue, channel) DO UPDATE SET n = inbox_counts.n + excluded.n RETURNING queue, channel, n`
+	}
+}
+
+// manyStmts holds the prepared multi-row statements of the writer.
+type manyStmts struct {
+	mu sync.Mutex
+	st [numMany][manyBuckets]*sql.Stmt
+}
+
+// bucket returns the padded row count for n rows (1 <= n <=
+// maxManyRows) and its index.
+func bucket(n int) (rows, idx int) {
+	idx = bits.Len(uint(n - 1))
+	return 1 << idx, idx
+}
+
+// prepareMany prepares, outside any transaction, the statements of kind k
+// for up to n rows (every size up to n's, since a statement may get fewer
+// rows than the operations of its group).
+func (db *DB) prepareMany(k manyKind, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	_, top := bucket(min(n, maxManyRows))
+	for idx := 0; idx <= top; idx++ {
+		db.many.mu.Lock()
+		have := db.many.st[k][idx] != nil
+		db.many.mu.Unlock()
+		if have {
+			continue
+		}
+		st, err := db.w.PrepareContext(context.Background(), manySQL(k, 1<<idx))
+		if err != nil {
+			return fmt.Errorf("store: prepare: %w", err)
+		}
+		db.many.mu.Lock()
+		if db.many.st[k][idx] == nil {
+			db.many.st[k][idx] = st
+			st = nil
+		}
+		db.many.mu.Unlock()
+		if st != nil {
+			st.Close()
+		}
+	}
+	return nil
+}
+
+// closeMany closes the multi-row statements.
+func (db *DB) closeMany() {
+	db.many.mu.Lock()
+	defer db.many.mu.Unlock()
+	for k := range db.many.st {
+		for i, st := range db.many.st[k] {
+			if st != nil {
+				st.Close()
+				db.many.st[k][i] = nil
+			}
+		}
+	}
+}
+
+// manyQuery runs kind k in tx over rows (each manyCols[k] values),
+// maxManyRows at a time, and calls scan for every result row.
+func (db *DB) manyQuery(tx *sql.Tx, k manyKind, rows [][]any, scan func(*sql.Rows) error) error {
+	ctx := context.Background()
+	cols := manyCols[k]
+	var args []any
+	for len(rows) > 0 {
+		c := min(len(rows), maxManyRows)
+		chunk := rows[:c]
+		rows = rows[c:]
+		n, idx := bucket(c)
+		db.many.mu.Lock()
+		st := db.many.st[k][idx]
+		db.many.mu.Unlock()
+		if st == nil {
+			return errGroup // not prepared: run the operations alone
+		}
+		args = args[:0]
+		for _, r := range chunk {
+			args = append(args, r...)
+		}
+		for range (n - c) * cols {
+			args = append(args, nil)
+		}
+		if scan == nil {
+			if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...); err != nil {
+				return errGroup
+			}
+			continue
+		}
+		res, err := tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 		if err != nil {
 			return errGroup
 		}
-		for rows.Next() {
-			var k rowKey
-			if err := rows.Scan(&k.queue, &k.channel, &k.id); err != nil {
-				rows.Close()
+		for res.Next() {
+			if err := scan(res); err != nil {
+				res.Close()
 				return errGroup
 			}
-			deleted[k] = true
 		}
-		if rows.Close() != nil || rows.Err() != nil {
+		if res.Close() != nil || res.Err() != nil {
 			return errGroup
 		}
 	}
-	// Outcomes of the deleted entries, in batch order (the first finish
-	// of a key is the one that found it pending).
-	b = append(b[:0], '[')
-	n = 0
-	heads := map[chanKey]bool{}
+	return nil
+}
+
+// prepareGroups prepares, before the batch's transaction, the multi-row
+// statements its groups may need.
+func (db *DB) prepareGroups(enqs, fins, inbs int) error {
+	for _, p := range []struct {
+		k manyKind
+		n int
+	}{{mObInsert, enqs}, {mObFinish, fins}, {mOcInsert, fins}, {mObHeads, fins}, {mInInsert, inbs}, {mInCount, inbs}} {
+		if err := db.prepareMany(p.k, p.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// enqueueGroup runs the enqueues ops (op.grp.enq set) in tx. When the
+// channel cache says that each of them finds room and no expired entry in
+// its channel, one INSERT stores them all (in batch order, so seq follows
+// it) except those whose key is pending or done; those, and every enqueue
+// of a group that does not qualify, run one by one in batch order.
+func (db *DB) enqueueGroup(tx *sql.Tx, ops []*gcOp) error {
+	ctx := context.Background()
+	type chanState struct {
+		ci    chanInfo
+		added int
+	}
+	chans := make(map[chanKey]*chanState, len(ops))
+	simple := true
 	for _, op := range ops {
-		f := op.fin
-		o := &f.o
-		if !validUTF8(o.Queue, o.Channel, o.MessageID, string(o.Kind), string(o.Code), o.Message) {
+		r := op.grp.enq
+		r.res = delivery.EnqueueResult{}
+		e := &r.e
+		k := chanKey{e.Queue, e.Channel}
+		st := chans[k]
+		if st == nil {
+			ci, err := db.cache.get(ctx, db, tx, e.Queue, e.Channel)
+			if err != nil {
+				return errGroup
+			}
+			st = &chanState{ci: ci}
+			chans[k] = st
+		}
+		if st.ci.minExp <= ts(r.now) || r.capacity > 0 && st.ci.n+st.added >= r.capacity {
+			simple = false
+			break
+		}
+		st.added++
+	}
+	if !simple {
+		for _, op := range ops {
+			if err := op.f(context.WithoutCancel(op.ctx), tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	rows := make([][]any, len(ops))
+	for i, op := range ops {
+		e := &op.grp.enq.e
+		rows[i] = []any{e.Queue, e.Channel, e.MessageID, nonNil(e.Payload), ts(e.CreatedAt), ts(e.ExpiresAt), e.Attempts, ts(e.NextAttempt), e.LastError}
+	}
+	seqs := make(map[rowKey]int64, len(ops))
+	err := db.manyQuery(tx, mObInsert, rows, func(r *sql.Rows) error {
+		var k rowKey
+		var seq int64
+		if err := r.Scan(&seq, &k.queue, &k.channel, &k.id); err != nil {
+			return err
+		}
+		seqs[k] = seq
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for k := range chans {
+		chans[k].added = 0
+	}
+	for _, op := range ops {
+		r := op.grp.enq
+		e := r.e
+		k := rowKey{e.Queue, e.Channel, e.MessageID}
+		seq, ok := seqs[k]
+		if !ok {
+			// Pending or done before this batch, or put earlier in it: the
+			// probe of a lone enqueue says which.
 			if err := op.f(context.WithoutCancel(op.ctx), tx); err != nil {
 				return err
 			}
 			continue
 		}
+		delete(seqs, k)
+		st := chans[chanKey{e.Queue, e.Channel}]
+		e.Seq = seq
+		r.res.Status, r.res.Entry, r.res.Head = delivery.Enqueued, e, st.ci.n+st.added == 0
+		st.added++
+		db.cache.added(e.Queue, e.Channel, ts(e.ExpiresAt))
+	}
+	return nil
+}
+
+// finishGroup runs the finishes ops (op.grp.fin set) in tx.
+func (db *DB) finishGroup(tx *sql.Tx, ops []*gcOp) error {
+	rows := make([][]any, len(ops))
+	for i, op := range ops {
+		f := op.grp.fin
+		f.ok, f.head, f.hasHead = false, delivery.Entry{}, false
+		rows[i] = []any{f.o.Queue, f.o.Channel, f.o.MessageID}
+	}
+	deleted := make(map[rowKey]bool, len(ops))
+	err := db.manyQuery(tx, mObFinish, rows, func(r *sql.Rows) error {
+		var k rowKey
+		if err := r.Scan(&k.queue, &k.channel, &k.id); err != nil {
+			return err
+		}
+		deleted[k] = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Outcomes of the deleted entries, in batch order (the first finish
+	// of a key is the one that found it pending).
+	rows = rows[:0]
+	var heads [][]any
+	seen := map[chanKey]bool{}
+	for _, op := range ops {
+		f := op.grp.fin
+		o := &f.o
 		k := rowKey{o.Queue, o.Channel, o.MessageID}
 		if !deleted[k] {
 			continue
@@ -145,66 +371,35 @@ func (db *DB) finishGroup(tx *sql.Tx, ops []*gcOp) error {
 		delete(deleted, k)
 		f.ok = true
 		db.cacheRemoved(o.Queue, o.Channel, 1)
-		if f.next {
-			heads[chanKey{o.Queue, o.Channel}] = true
+		if ck := (chanKey{o.Queue, o.Channel}); f.next && !seen[ck] {
+			seen[ck] = true
+			heads = append(heads, []any{o.Queue, o.Channel})
 		}
-		if n > 0 {
-			b = append(b, ',')
-		}
-		n++
-		b = append(b, '[')
-		for _, s := range []string{o.Queue, o.Channel, o.MessageID, string(o.Kind), string(o.Code), o.Message} {
-			b = appendJSONString(b, s)
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(o.Attempts), 10)
-		for _, t := range []int64{ts(o.CreatedAt), ts(o.ExpiresAt), ts(o.At)} {
-			b = append(b, ',')
-			b = strconv.AppendInt(b, t, 10)
-		}
-		b = append(b, ']')
+		rows = append(rows, []any{o.Queue, o.Channel, o.MessageID, string(o.Kind), string(o.Code), o.Message,
+			o.Attempts, ts(o.CreatedAt), ts(o.ExpiresAt), ts(o.At)})
 	}
-	b = append(b, ']')
-	if n > 0 {
-		if _, err := txExec(ctx, tx, &db.hot.ocInsertMany, string(b)); err != nil {
-			return errGroup
+	if len(rows) > 0 {
+		if err := db.manyQuery(tx, mOcInsert, rows, nil); err != nil {
+			return err
 		}
 	}
 	if len(heads) == 0 {
 		return nil
 	}
-	b = append(b[:0], '[')
-	n = 0
-	for k := range heads {
-		if n > 0 {
-			b = append(b, ',')
-		}
-		n++
-		b = append(b, '[')
-		b = appendJSONString(b, k.queue)
-		b = append(b, ',')
-		b = appendJSONString(b, k.channel)
-		b = append(b, ']')
-	}
-	b = append(b, ']')
-	rows, err := txQuery(ctx, tx, &db.hot.obHeads, string(b))
-	if err != nil {
-		return errGroup
-	}
 	next := make(map[chanKey]delivery.Entry, len(heads))
-	for rows.Next() {
-		e, err := scanEntry(rows)
+	err = db.manyQuery(tx, mObHeads, heads, func(r *sql.Rows) error {
+		e, err := scanEntry(r)
 		if err != nil {
-			rows.Close()
-			return errGroup
+			return err
 		}
 		next[chanKey{e.Queue, e.Channel}] = e
-	}
-	if rows.Close() != nil || rows.Err() != nil {
-		return errGroup
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for _, op := range ops {
-		f := op.fin
+		f := op.grp.fin
 		if !f.ok || !f.next {
 			continue
 		}
@@ -215,49 +410,27 @@ func (db *DB) finishGroup(tx *sql.Tx, ops []*gcOp) error {
 	return nil
 }
 
-// inboxGroup runs the inbox puts ops (op.inb set) in tx.
+// inboxGroup runs the inbox puts ops (op.grp.inb set) in tx.
 func (db *DB) inboxGroup(tx *sql.Tx, ops []*gcOp) error {
 	ctx := context.Background()
-	b := make([]byte, 0, 128*len(ops))
-	b = append(b, '[')
-	n := 0
-	for _, op := range ops {
-		q := op.inb
+	rows := make([][]any, len(ops))
+	for i, op := range ops {
+		q := op.grp.inb
 		q.existing, q.inserted = delivery.InboxRecord{}, false
 		r := &q.r
-		if !validUTF8(r.Queue, r.Channel, r.MessageID, r.Hash) {
-			continue
-		}
-		if n > 0 {
-			b = append(b, ',')
-		}
-		n++
-		b = append(b, '[')
-		for _, s := range []string{r.Queue, r.Channel, r.MessageID, r.Hash} {
-			b = appendJSONString(b, s)
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, ts(r.At), 10)
-		b = append(b, ']')
+		rows[i] = []any{r.Queue, r.Channel, r.MessageID, r.Hash, ts(r.At)}
 	}
-	b = append(b, ']')
-	inserted := make(map[rowKey]bool, n)
-	if n > 0 {
-		rows, err := txQuery(ctx, tx, &db.hot.inInsertMany, string(b))
-		if err != nil {
-			return errGroup
+	inserted := make(map[rowKey]bool, len(ops))
+	err := db.manyQuery(tx, mInInsert, rows, func(r *sql.Rows) error {
+		var k rowKey
+		if err := r.Scan(&k.queue, &k.channel, &k.id); err != nil {
+			return err
 		}
-		for rows.Next() {
-			var k rowKey
-			if err := rows.Scan(&k.queue, &k.channel, &k.id); err != nil {
-				rows.Close()
-				return errGroup
-			}
-			inserted[k] = true
-		}
-		if rows.Close() != nil || rows.Err() != nil {
-			return errGroup
-		}
+		inserted[k] = true
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	type chanAdd struct {
 		k   int
@@ -266,14 +439,8 @@ func (db *DB) inboxGroup(tx *sql.Tx, ops []*gcOp) error {
 	adds := map[chanKey]*chanAdd{}
 	var order []chanKey
 	for _, op := range ops {
-		q := op.inb
+		q := op.grp.inb
 		r := &q.r
-		if !validUTF8(r.Queue, r.Channel, r.MessageID, r.Hash) {
-			if err := op.f(context.WithoutCancel(op.ctx), tx); err != nil {
-				return err
-			}
-			continue
-		}
 		k := rowKey{r.Queue, r.Channel, r.MessageID}
 		if inserted[k] {
 			delete(inserted, k)
@@ -301,42 +468,28 @@ func (db *DB) inboxGroup(tx *sql.Tx, ops []*gcOp) error {
 	if len(order) == 0 {
 		return nil
 	}
-	b = append(b[:0], '[')
-	for i, ck := range order {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '[')
-		b = appendJSONString(b, ck.queue)
-		b = append(b, ',')
-		b = appendJSONString(b, ck.channel)
-		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(adds[ck].k), 10)
-		b = append(b, ']')
-	}
-	b = append(b, ']')
-	rows, err := txQuery(ctx, tx, &db.hot.inCountMany, string(b))
-	if err != nil {
-		return errGroup
+	rows = rows[:0]
+	for _, ck := range order {
+		rows = append(rows, []any{ck.queue, ck.channel, adds[ck].k})
 	}
 	type over struct {
 		ck     chanKey
 		excess int
 	}
 	var trims []over
-	for rows.Next() {
+	err = db.manyQuery(tx, mInCount, rows, func(r *sql.Rows) error {
 		var ck chanKey
 		var cnt int
-		if err := rows.Scan(&ck.queue, &ck.channel, &cnt); err != nil {
-			rows.Close()
-			return errGroup
+		if err := r.Scan(&ck.queue, &ck.channel, &cnt); err != nil {
+			return err
 		}
 		if a := adds[ck]; a != nil && a.max > 0 && cnt > a.max {
 			trims = append(trims, over{ck, cnt - a.max})
 		}
-	}
-	if rows.Close() != nil || rows.Err() != nil {
-		return errGroup
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for _, t := range trims {
 		if err := db.inboxTrim(ctx, tx, t.ck.queue, t.ck.channel, t.excess); err != nil {

@@ -12,15 +12,19 @@ import (
 
 // runGrouped runs reqs as one batch of the committer, as if they had
 // arrived together, and returns each operation's error.
-func runGrouped(t *testing.T, db *DB, fins []*finishReq, inbs []*inboxReq) []error {
+func runGrouped(t *testing.T, db *DB, fins []*finishReq, inbs []*inboxReq, enqs ...*enqueueReq) []error {
 	t.Helper()
 	var batch []*gcOp
+	for _, r := range enqs {
+		batch = append(batch, &gcOp{ctx: context.Background(), grp: &gcGroups{enq: r}, done: make(chan error, 1),
+			f: func(ctx context.Context, tx *sql.Tx) error { return db.enqueueOne(ctx, tx, r) }})
+	}
 	for _, f := range fins {
-		batch = append(batch, &gcOp{ctx: context.Background(), fin: f, done: make(chan error, 1),
+		batch = append(batch, &gcOp{ctx: context.Background(), grp: &gcGroups{fin: f}, done: make(chan error, 1),
 			f: func(ctx context.Context, tx *sql.Tx) error { return db.finishOne(ctx, tx, f) }})
 	}
 	for _, r := range inbs {
-		batch = append(batch, &gcOp{ctx: context.Background(), inb: r, done: make(chan error, 1),
+		batch = append(batch, &gcOp{ctx: context.Background(), grp: &gcGroups{inb: r}, done: make(chan error, 1),
 			f: func(ctx context.Context, tx *sql.Tx) error { return db.inboxPutOne(ctx, tx, r) }})
 	}
 	// The committer's loop is idle (nothing else is submitted): run the
@@ -209,5 +213,62 @@ func TestChannelCacheRollback(t *testing.T) {
 	}
 	if n, err := db.OutboxPending(context.Background(), "q"); err != nil || n != 2 {
 		t.Fatalf("pending = %d, %v; want 2", n, err)
+	}
+}
+
+// The enqueues of one batch share one INSERT; a key put twice in the batch
+// is stored once, a key already done is not stored, seq follows the batch
+// order and the head of each channel is the first of it.
+func TestGroupedEnqueues(t *testing.T) {
+	db := sqliteDB(t)
+	at := time.Unix(1_800_000_000, 0)
+	ctx := context.Background()
+	enqueueT(t, db, "done", "d1", at, 0)
+	if ok, err := db.OutboxFinish(ctx, delivery.Outcome{Queue: "q", Channel: "done", MessageID: "d1", Kind: delivery.OutcomeDelivered, At: at}); err != nil || !ok {
+		t.Fatalf("finish d1: %v %v", ok, err)
+	}
+	enqueueT(t, db, "b", "b0", at, 0)
+	req := func(ch, id, payload string) *enqueueReq {
+		return &enqueueReq{e: delivery.Entry{Queue: "q", Channel: ch, MessageID: id, Payload: []byte(payload),
+			CreatedAt: at, ExpiresAt: at.Add(time.Hour), NextAttempt: at}, now: at}
+	}
+	enqs := []*enqueueReq{
+		req("a", "a1", `{"text":"one \"quoted\" \u00e9"}`),
+		req("b", "b1", `{}`),
+		req("a", "a1", `{"other":true}`), // the same key again: pending
+		req("done", "d1", `{}`),          // done before the batch
+		req("a", "a2", "not json, \x01 and \u2028"),
+	}
+	for i, err := range runGrouped(t, db, nil, nil, enqs...) {
+		if err != nil {
+			t.Fatalf("op %d: %v", i, err)
+		}
+	}
+	want := []struct {
+		status delivery.EnqueueStatus
+		head   bool
+	}{{delivery.Enqueued, true}, {delivery.Enqueued, false}, {delivery.AlreadyPending, false}, {delivery.AlreadyDone, false}, {delivery.Enqueued, false}}
+	for i, w := range want {
+		r := enqs[i].res
+		if r.Status != w.status || r.Head != w.head {
+			t.Errorf("enqueue %d (%s/%s): %v head %v, want %v head %v", i, enqs[i].e.Channel, enqs[i].e.MessageID, r.Status, r.Head, w.status, w.head)
+		}
+	}
+	if enqs[2].res.Entry.Seq != enqs[0].res.Entry.Seq || string(enqs[2].res.Entry.Payload) != string(enqs[0].e.Payload) {
+		t.Errorf("the second a1 got %+v, want the first one's entry", enqs[2].res.Entry)
+	}
+	if !(enqs[0].res.Entry.Seq < enqs[1].res.Entry.Seq && enqs[1].res.Entry.Seq < enqs[4].res.Entry.Seq) {
+		t.Errorf("seqs %d %d %d do not follow the batch order", enqs[0].res.Entry.Seq, enqs[1].res.Entry.Seq, enqs[4].res.Entry.Seq)
+	}
+	h, ok, err := db.OutboxHead(ctx, "q", "a")
+	if err != nil || !ok || h.MessageID != "a1" || string(h.Payload) != string(enqs[0].e.Payload) {
+		t.Fatalf("head of a = %+v %v %v", h, ok, err)
+	}
+	ok, next, has, err := db.OutboxFinishNext(ctx, delivery.Outcome{Queue: "q", Channel: "a", MessageID: "a1", Kind: delivery.OutcomeDelivered, At: at})
+	if err != nil || !ok || !has || next.MessageID != "a2" || string(next.Payload) != string(enqs[4].e.Payload) {
+		t.Fatalf("next of a = %+v %v %v %v", next, ok, has, err)
+	}
+	if n, err := db.OutboxPending(ctx, "q"); err != nil || n != 3 {
+		t.Fatalf("pending = %d, %v; want 3 (b0, b1, a2)", n, err)
 	}
 }

@@ -42,6 +42,8 @@ type DB struct {
 	// cache is the writer's outbox channel cache on SQLite (see
 	// outbox_cache.go); nil on PostgreSQL.
 	cache *outboxCache
+	// many holds the committer's multi-row statements (batch.go).
+	many manyStmts
 	// chanHot holds the prepared channel insert (see channels_hot.go).
 	chanHot channelHot
 }
@@ -165,6 +167,7 @@ func (db *DB) Close() error {
 		db.gc.close()
 	}
 	db.closeHot()
+	db.closeMany()
 	db.chanHot.close()
 	err := db.w.Close()
 	if db.r != db.w {

@@ -41,11 +41,11 @@ var errClosed = errors.New("store: closed")
 type gcOp struct {
 	ctx context.Context
 	f   func(ctx context.Context, tx *sql.Tx) error
-	// fin and inb, when set, mark an outbox finish or an inbox put that a
-	// batch runs together with the others of its kind, a few statements
-	// for all of them (batch.go); f runs it alone when the batch fails.
-	fin  *finishReq
-	inb  *inboxReq
+	// grp, when set, marks an outbox enqueue or finish or an inbox put
+	// that a batch runs together with the others of its kind, a few
+	// statements for all of them (batch.go); f runs it alone when the
+	// batch fails.
+	grp  *gcGroups
 	done chan error // capacity 1
 }
 
@@ -76,8 +76,9 @@ type committer struct {
 	batches, batched atomic.Int64
 	busy             atomic.Int64 // nanoseconds
 
-	// fins and inbs collect the grouped operations of the batch being run
-	// (loop goroutine only).
+	// enqs, fins and inbs collect the grouped operations of the batch
+	// being run (loop goroutine only).
+	enqs []*gcOp
 	fins []*gcOp
 	inbs []*gcOp
 }
@@ -95,20 +96,20 @@ func newCommitter(db *DB, maxOps int, delay time.Duration) *committer {
 // held by the batch) and must not keep tx. When do returns nil the effects
 // of f are committed.
 func (c *committer) do(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error) error {
-	return c.doOp(ctx, f, nil, nil)
+	return c.doOp(ctx, f, nil)
 }
 
-// doOp is do for an operation that may be grouped (fin or inb set).
-func (c *committer) doOp(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error, fin *finishReq, inb *inboxReq) error {
+// doOp is do for an operation that may be grouped (grp set).
+func (c *committer) doOp(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error, grp *gcGroups) error {
 	op, _ := c.free.Get().(*gcOp)
 	if op == nil {
 		op = &gcOp{done: make(chan error, 1)}
 	}
-	op.ctx, op.f, op.fin, op.inb = ctx, f, fin, inb
+	op.ctx, op.f, op.grp = ctx, f, grp
 	defer func() {
 		// op.done is empty again: it was never sent, or its answer was
 		// taken below.
-		op.ctx, op.f, op.fin, op.inb = nil, nil, nil, nil
+		op.ctx, op.f, op.grp = nil, nil, nil
 		c.free.Put(op)
 	}()
 	c.mu.RLock()
@@ -213,13 +214,30 @@ func (c *committer) loop() {
 func (c *committer) run(batch []*gcOp) {
 	start := time.Now()
 	defer func() { c.busy.Add(int64(time.Since(start))) }()
-	if len(batch) == 1 && batch[0].fin == nil && batch[0].inb == nil {
+	if len(batch) == 1 && batch[0].grp == nil {
 		batch[0].done <- c.runOne(batch[0])
 		return
 	}
 	errs := append(c.errs[:0], make([]error, len(batch))...)
 	c.errs = errs
 	defer clear(errs)
+	var nEnq, nFin, nInb int
+	for _, op := range batch {
+		if g := op.grp; g != nil {
+			switch {
+			case g.enq != nil:
+				nEnq++
+			case g.fin != nil:
+				nFin++
+			default:
+				nInb++
+			}
+		}
+	}
+	// Multi-row statements are prepared before the transaction takes the
+	// writer connection (once per size; see batch.go). When that fails,
+	// the groups fail and their operations run alone.
+	_ = c.db.prepareGroups(nEnq, nFin, nInb)
 	// The transaction and the statements of the batch are not cancelled by
 	// one caller's context: interrupting SQLite inside an explicit
 	// transaction may roll back all of it. Each caller's context is checked
@@ -236,7 +254,7 @@ func (c *committer) run(batch []*gcOp) {
 	if err := c.db.cache.check(context.Background(), tx); err != nil {
 		failed = len(batch) // none failed: every operation runs alone
 	}
-	fins, inbs := c.fins[:0], c.inbs[:0]
+	enqs, fins, inbs := c.enqs[:0], c.fins[:0], c.inbs[:0]
 	for i, op := range batch {
 		if failed >= 0 {
 			break
@@ -244,17 +262,25 @@ func (c *committer) run(batch []*gcOp) {
 		if errs[i] = op.ctx.Err(); errs[i] != nil {
 			continue
 		}
-		switch {
-		case op.fin != nil:
-			fins = append(fins, op)
-			continue
-		case op.inb != nil:
-			inbs = append(inbs, op)
+		if g := op.grp; g != nil {
+			switch {
+			case g.enq != nil:
+				enqs = append(enqs, op)
+			case g.fin != nil:
+				fins = append(fins, op)
+			default:
+				inbs = append(inbs, op)
+			}
 			continue
 		}
 		if errs[i] = op.f(context.WithoutCancel(op.ctx), tx); errs[i] != nil {
 			failed = i
 		}
+	}
+	// The groups run after the other operations, enqueues first: a serial
+	// order like any other (the operations of one batch are concurrent).
+	if failed < 0 && len(enqs) > 0 && c.db.enqueueGroup(tx, enqs) != nil {
+		failed = len(batch)
 	}
 	if failed < 0 && len(fins) > 0 && c.db.finishGroup(tx, fins) != nil {
 		failed = len(batch)
@@ -262,9 +288,10 @@ func (c *committer) run(batch []*gcOp) {
 	if failed < 0 && len(inbs) > 0 && c.db.inboxGroup(tx, inbs) != nil {
 		failed = len(batch)
 	}
+	clear(enqs)
 	clear(fins)
 	clear(inbs)
-	c.fins, c.inbs = fins[:0], inbs[:0]
+	c.enqs, c.fins, c.inbs = enqs[:0], fins[:0], inbs[:0]
 	if failed >= 0 {
 		tx.Rollback()
 		c.db.cache.reset() // it may hold changes that were rolled back

@@ -22,10 +22,10 @@ type hotStmt struct {
 // hotStmts are the statements of the hot path, a fixed set.
 type hotStmts struct {
 	// writer, used inside transactions
-	obProbe, obLookup, ocLookup, obInsert, obDelete, ocUpsert, obRetry    hotStmt
-	obHead, obResched, obNew, obChanInfo, obFinish, ocInsertMany, obHeads hotStmt
-	inInsertMany, inCountMany                                             hotStmt
-	inInsert, inLookup, inCountUp, inCountSub, inTrim                     hotStmt
+	obProbe, obLookup, ocLookup, obInsert, obDelete, ocUpsert, obRetry                  hotStmt
+	obHead, obResched, obNew, obChanInfo, obInsertMany, obFinish, ocInsertMany, obHeads hotStmt
+	inInsertMany, inCountMany                                                           hotStmt
+	inInsert, inLookup, inCountUp, inCountSub, inTrim                                   hotStmt
 	// readers
 	rDue, rNext, rHead, rPending, rOutcome, rInbox hotStmt
 }
@@ -35,7 +35,7 @@ const (
 	sqlOcLookup = `SELECT ` + outcomeCols + ` FROM outbox_outcomes WHERE queue = ? AND channel = ? AND message_id = ?`
 	// sqlObProbe answers, in one statement, what an enqueue must know:
 	// whether the key is pending, whether it has an outcome, the channel's
-	// earliest expiry (index outbox_channel_expiry) and its size.
+	// earliest expiry and its size (index outbox_channel: a channel's entries).
 	sqlObProbe = `SELECT EXISTS (SELECT 1 FROM outbox WHERE queue = ?1 AND channel = ?2 AND message_id = ?3),
 		EXISTS (SELECT 1 FROM outbox_outcomes WHERE queue = ?1 AND channel = ?2 AND message_id = ?3),
 		(SELECT MIN(expires_at) FROM outbox WHERE queue = ?1 AND channel = ?2),
@@ -56,40 +56,10 @@ const (
 		WHERE NOT EXISTS (SELECT 1 FROM outbox_outcomes WHERE queue = ?1 AND channel = ?2 AND message_id = ?3)
 		ON CONFLICT (queue, channel, message_id) DO NOTHING RETURNING seq`
 	// sqlObChanInfo fills the channel cache: a channel's size and earliest
-	// expiry (index outbox_channel_expiry).
+	// expiry (index outbox_channel: its few entries).
 	sqlObChanInfo = `SELECT COUNT(*), MIN(expires_at) FROM outbox WHERE queue = ? AND channel = ?`
-	// The batched statements of the committer (SQLite, batch.go) take
-	// their rows as one JSON array (json_each), so one prepared statement
-	// serves every batch size.
-	//
-	// sqlObFinish deletes the pending entries named by [queue, channel,
-	// message_id] triples and returns the keys it deleted.
-	sqlObFinish = `DELETE FROM outbox WHERE (queue, channel, message_id) IN
-		(SELECT value->>0, value->>1, value->>2 FROM json_each(?)) RETURNING queue, channel, message_id`
-	// sqlOcInsertMany records outcomes given as arrays in the order of
-	// outcomeCols.
-	sqlOcInsertMany = `INSERT INTO outbox_outcomes (` + outcomeCols + `)
-		SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8, value->>9
-		FROM json_each(?) WHERE true
-		ON CONFLICT (queue, channel, message_id) DO UPDATE SET kind = excluded.kind, code = excluded.code,
-		message = excluded.message, attempts = excluded.attempts, created_at = excluded.created_at,
-		expires_at = excluded.expires_at, at = excluded.at`
-	// sqlObHeads returns the heads of the channels named by [queue,
-	// channel] pairs (index outbox_channel).
-	sqlObHeads = `SELECT ` + outboxCols + ` FROM outbox WHERE seq IN (SELECT
-		(SELECT MIN(p.seq) FROM outbox p WHERE p.queue = j.value->>0 AND p.channel = j.value->>1) FROM json_each(?) j)`
-	// sqlInInsertMany stores inbox records given as [queue, channel,
-	// message_id, hash, at] and returns the keys it inserted.
-	sqlInInsertMany = `INSERT INTO inbox (queue, channel, message_id, hash, at)
-		SELECT value->>0, value->>1, value->>2, value->>3, value->>4 FROM json_each(?) WHERE true
-		ON CONFLICT (queue, channel, message_id) DO NOTHING RETURNING queue, channel, message_id`
-	// sqlInCountMany adds [queue, channel, k] to the channels' record
-	// counts and returns the new counts.
-	sqlInCountMany = `INSERT INTO inbox_counts (queue, channel, n)
-		SELECT value->>0, value->>1, value->>2 FROM json_each(?) WHERE true
-		ON CONFLICT (queue, channel) DO UPDATE SET n = inbox_counts.n + excluded.n RETURNING queue, channel, n`
-	sqlObDelete = `DELETE FROM outbox WHERE queue = ? AND channel = ? AND message_id = ?`
-	sqlOcUpsert = `INSERT INTO outbox_outcomes (` + outcomeCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	sqlObDelete   = `DELETE FROM outbox WHERE queue = ? AND channel = ? AND message_id = ?`
+	sqlOcUpsert   = `INSERT INTO outbox_outcomes (` + outcomeCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (queue, channel, message_id) DO UPDATE SET kind = excluded.kind, code = excluded.code,
 		message = excluded.message, attempts = excluded.attempts, created_at = excluded.created_at,
 		expires_at = excluded.expires_at, at = excluded.at`
@@ -98,6 +68,9 @@ const (
 	sqlInInsert = `INSERT INTO inbox (queue, channel, message_id, hash, at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (queue, channel, message_id) DO NOTHING`
 	sqlInLookup = `SELECT queue, channel, message_id, hash, at FROM inbox WHERE queue = ? AND channel = ? AND message_id = ?`
+	// sqlInGet is sqlInLookup without the key's columns, which the caller
+	// has.
+	sqlInGet = `SELECT hash, at FROM inbox WHERE queue = ? AND channel = ? AND message_id = ?`
 	// sqlInCountUp counts an inserted record and returns the channel's new
 	// count.
 	sqlInCountUp = `INSERT INTO inbox_counts (queue, channel, n) VALUES (?, ?, 1)
@@ -127,12 +100,11 @@ func (db *DB) prepareHot(ctx context.Context) error {
 	}{
 		{&h.obLookup, db.w, sqlObLookup}, {&h.ocLookup, db.w, sqlOcLookup}, {&h.obProbe, db.w, sqlObProbe},
 		{&h.obInsert, db.w, sqlObInsert}, {&h.obNew, db.w, sqlObNew}, {&h.obChanInfo, db.w, sqlObChanInfo},
-		{&h.obFinish, db.w, sqlObFinish}, {&h.ocInsertMany, db.w, sqlOcInsertMany}, {&h.obHeads, db.w, sqlObHeads},
-		{&h.inInsertMany, db.w, sqlInInsertMany}, {&h.inCountMany, db.w, sqlInCountMany}, {&h.obDelete, db.w, sqlObDelete}, {&h.ocUpsert, db.w, sqlOcUpsert},
+		{&h.obDelete, db.w, sqlObDelete}, {&h.ocUpsert, db.w, sqlOcUpsert},
 		{&h.obRetry, db.w, sqlObRetry}, {&h.inInsert, db.w, sqlInInsert}, {&h.inLookup, db.w, sqlInLookup},
 		{&h.inCountUp, db.w, sqlInCountUp}, {&h.inCountSub, db.w, sqlInCountSub}, {&h.inTrim, db.w, sqlInTrim}, {&h.obHead, db.w, sqlHead}, {&h.obResched, db.w, sqlResched},
 		{&h.rDue, db.r, sqlDue}, {&h.rNext, db.r, sqlNext}, {&h.rHead, db.r, sqlHead}, {&h.rPending, db.r, sqlPending},
-		{&h.rOutcome, db.r, sqlOcLookup}, {&h.rInbox, db.r, sqlInLookup},
+		{&h.rOutcome, db.r, sqlOcLookup}, {&h.rInbox, db.r, sqlInGet},
 	}
 	for _, p := range list {
 		p.s.query = db.q(p.q)
@@ -140,7 +112,7 @@ func (db *DB) prepareHot(ctx context.Context) error {
 			switch p.s {
 			case &h.obProbe:
 				p.s.query = sqlObProbePG
-			case &h.obNew, &h.obChanInfo, &h.obFinish, &h.ocInsertMany, &h.obHeads, &h.inInsertMany, &h.inCountMany:
+			case &h.obNew, &h.obChanInfo:
 				p.s.query = "" // SQLite only: PostgreSQL probes, one operation per transaction
 			}
 			continue
@@ -157,7 +129,7 @@ func (db *DB) prepareHot(ctx context.Context) error {
 // closeHot closes the prepared statements.
 func (db *DB) closeHot() {
 	h := &db.hot
-	for _, s := range []*hotStmt{&h.obLookup, &h.ocLookup, &h.obProbe, &h.obInsert, &h.obNew, &h.obChanInfo, &h.obFinish, &h.ocInsertMany, &h.obHeads, &h.inInsertMany, &h.inCountMany, &h.obDelete, &h.ocUpsert,
+	for _, s := range []*hotStmt{&h.obLookup, &h.ocLookup, &h.obProbe, &h.obInsert, &h.obNew, &h.obChanInfo, &h.obDelete, &h.ocUpsert,
 		&h.obRetry, &h.inInsert, &h.inLookup, &h.inCountUp, &h.inCountSub, &h.inTrim, &h.obHead, &h.obResched, &h.rDue, &h.rNext, &h.rHead, &h.rPending, &h.rOutcome, &h.rInbox} {
 		if s.st != nil {
 			s.st.Close()
@@ -181,6 +153,13 @@ func txRow(ctx context.Context, tx *sql.Tx, s *hotStmt, args ...any) *sql.Row {
 	}
 	return tx.StmtContext(ctx, s.st).QueryRowContext(ctx, args...)
 }
+
+// Reads of the hot path run with a context that is never cancelled
+// (pointRead): with a cancellable context, database/sql and the SQLite
+// driver each start a goroutine per statement to watch it, which costs
+// more than the one-row index lookup itself; such a lookup is not worth
+// interrupting.
+func pointRead(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // rQuery runs the read query s outside a transaction on pool.
 func rQuery(ctx context.Context, pool *sql.DB, s *hotStmt, args ...any) (*sql.Rows, error) {

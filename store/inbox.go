@@ -20,7 +20,13 @@ func scanInbox(s interface{ Scan(...any) error }) (delivery.InboxRecord, error) 
 
 // InboxGet implements delivery.InboxStorage.
 func (db *DB) InboxGet(ctx context.Context, queue, channel, messageID string) (delivery.InboxRecord, bool, error) {
-	r, err := scanInbox(rRow(ctx, db.r, &db.hot.rInbox, queue, channel, messageID))
+	if err := ctx.Err(); err != nil {
+		return delivery.InboxRecord{}, false, err
+	}
+	r := delivery.InboxRecord{Queue: queue, Channel: channel, MessageID: messageID}
+	var at int64
+	err := rRow(pointRead(ctx), db.r, &db.hot.rInbox, queue, channel, messageID).Scan(&r.Hash, &at)
+	r.At = fromTS(at)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return delivery.InboxRecord{}, false, nil
@@ -41,7 +47,7 @@ func (db *DB) InboxPut(ctx context.Context, r delivery.InboxRecord, maxPerChanne
 	if db.gc == nil {
 		err = db.batch(ctx, one)
 	} else {
-		err = db.gc.doOp(ctx, one, nil, &req)
+		err = db.gc.doOp(ctx, one, &gcGroups{inb: &req})
 	}
 	return req.existing, req.inserted, err
 }

@@ -79,14 +79,28 @@ func (db *DB) dropEntries(ctx context.Context, tx *sql.Tx, kind delivery.Outcome
 // (outbox_cache.go), a message_id already pending is caught by the key's
 // unique index and one already done by one read of the outcomes' key.
 func (db *DB) OutboxEnqueue(ctx context.Context, e delivery.Entry, capacity int, now time.Time) (delivery.EnqueueResult, error) {
-	var res delivery.EnqueueResult
-	err := db.batch(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res = delivery.EnqueueResult{}
+	req := enqueueReq{e: e, capacity: capacity, now: now}
+	one := func(ctx context.Context, tx *sql.Tx) error { return db.enqueueOne(ctx, tx, &req) }
+	var err error
+	if db.gc == nil {
+		err = db.batch(ctx, one)
+	} else {
+		err = db.gc.doOp(ctx, one, &gcGroups{enq: &req})
+	}
+	return req.res, err
+}
+
+// enqueueOne is one OutboxEnqueue in tx.
+func (db *DB) enqueueOne(ctx context.Context, tx *sql.Tx, req *enqueueReq) error {
+	e, capacity, now := req.e, req.capacity, req.now
+	req.res = delivery.EnqueueResult{}
+	res := &req.res
+	{ // the body of one transaction (kept as a block: the diff of issue 22 stays small)
 		if err := db.lock(ctx, tx, "outbox:"+e.Queue+"\x00"+e.Channel); err != nil {
 			return err
 		}
 		if db.cache != nil {
-			ok, err := db.enqueueCached(ctx, tx, &e, capacity, now, &res)
+			ok, err := db.enqueueCached(ctx, tx, &e, capacity, now, res)
 			if err != nil || ok {
 				return err
 			}
@@ -141,8 +155,7 @@ func (db *DB) OutboxEnqueue(ctx context.Context, e delivery.Entry, capacity int,
 		}
 		res.Status, res.Entry, res.Head = delivery.Enqueued, e, n <= 0
 		return nil
-	})
-	return res, err
+	}
 }
 
 // enqueueCached is the common enqueue on SQLite: when the cache says the
@@ -200,7 +213,10 @@ func (db *DB) OutboxDue(ctx context.Context, queue string, now time.Time, limit 
 
 // OutboxHead implements delivery.OutboxHeadStorage (index outbox_channel).
 func (db *DB) OutboxHead(ctx context.Context, queue, channel string) (delivery.Entry, bool, error) {
-	e, err := scanEntry(rRow(ctx, db.r, &db.hot.rHead, queue, channel))
+	if err := ctx.Err(); err != nil {
+		return delivery.Entry{}, false, err
+	}
+	e, err := scanEntry(rRow(pointRead(ctx), db.r, &db.hot.rHead, queue, channel))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return delivery.Entry{}, false, nil
@@ -272,7 +288,7 @@ func (db *DB) finish(ctx context.Context, req *finishReq) error {
 	if db.gc == nil {
 		return db.batch(ctx, one)
 	}
-	return db.gc.doOp(ctx, one, req, nil)
+	return db.gc.doOp(ctx, one, &gcGroups{fin: req})
 }
 
 // finishOne is one finish in tx: the delete, the outcome and, when asked,
