@@ -129,7 +129,7 @@ listener or on --public-listen. State lives in --data (SQLite) or --store.`,
 	f.register(cmd, true)
 	fs := cmd.Flags()
 	fs.DurationVar(&f.outboxTTL, "outbox-ttl", connector.DefaultOutboxTTL, "lifetime of an inbound message xAgent has not accepted; it then expires")
-	fs.DurationVar(&f.leaseTTL, "lease-ttl", 0, "run active/standby on a shared --store (PostgreSQL): serve only while holding the store's lease of this lifetime, else wait as a hot standby that takes over within 1.25× it of the active process's end (0: off)")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", 0, "run active/standby on a shared --store (PostgreSQL): serve only while holding the store's lease of this lifetime, else wait as a hot standby that takes over within 1.25× it of the active process's end (0: off); the processes must share --data (its keys, and the file cache whose paths the store records)")
 	return cmd
 }
 
