@@ -148,10 +148,26 @@ func (s *Server) script(ctx context.Context) {
 	s.mu.Lock()
 	s.facts.f3 = payloadOf(fev).MessageID
 	s.mu.Unlock()
+	// M2 and M3 are acknowledged before the connection ends (the reply
+	// may come before the ack of its message).
+	for _, id := range []string{m2.MessageID, m3.MessageID} {
+		if _, ok := s.await(ctx, 0, t, ackFor(id)); !ok {
+			stop(id + " was not acknowledged")
+			return
+		}
+	}
 
 	// Phase 3: reconnect once more; nothing accepted may come back. The
-	// quiet pause first lets the xAgent take in the last ack.
-	s.sleep(ctx, quiet)
+	// close follows the written ack of the last final at once, as a
+	// Connector restarting right after an ack would: the ack came first on
+	// the socket, so the xAgent has it.
+	f3 := payloadOf(fev).MessageID
+	if _, ok := s.await(ctx, s.indexAfter(fev), t, func(e event) bool {
+		return e.out && e.env != nil && e.env.Type == protocol.TypeChatMessageAck && ackOf(e).MessageID == f3
+	}); !ok {
+		stop("the last final was not acknowledged")
+		return
+	}
 	s.printf("closing connection %d; accepted finals must not come back", n2)
 	mark = s.mark()
 	s.closeConn(n2, "scripted reconnect")

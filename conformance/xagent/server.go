@@ -354,7 +354,10 @@ func (s *Server) closeConn(n int, reason string) {
 	c := s.conns[n]
 	s.mu.Unlock()
 	if c != nil {
-		s.wg.Add(1) // the script runs inside wg, so Close still waits for this
+		// Every packet already recorded is written first.
+		c.wmu.Lock()
+		c.wmu.Unlock() //nolint:staticcheck // an empty critical section: waits for the write in progress
+		s.wg.Add(1)    // the script runs inside wg, so Close still waits for this
 		go func() {
 			defer s.wg.Done()
 			_ = c.ws.Close(websocket.StatusServiceRestart, reason) // the handler's read ends too

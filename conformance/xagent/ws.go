@@ -90,11 +90,14 @@ func (c *conn) send(env *protocol.Envelope) {
 	if err != nil {
 		return
 	}
+	// Recorded under the write lock, before the write: a packet is in
+	// the log before anything answering it, and the script, having seen
+	// it, can wait for the write to end (closeConn).
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	c.s.record(event{kind: "packet", conn: c.n, out: true, env: env, raw: data})
 	ctx, cancel := context.WithTimeout(c.s.ctx, 5*time.Second)
 	defer cancel()
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
 	_ = c.ws.Write(ctx, websocket.MessageText, data) // a failed write ends the read loop too
 }
 
