@@ -43,6 +43,8 @@ const (
 	// DefaultSignInWait bounds the wait for the first signed-in channel.
 	DefaultSignInWait = 10 * time.Minute
 	maxFrame          = 1 << 20
+	maxConns          = 16 // concurrent /ws connections
+	closeWait         = time.Second
 	maxUpload         = 4 << 20
 	maxEvents         = 4096
 )
@@ -201,14 +203,38 @@ func (s *Server) Wait(ctx context.Context) error {
 	}
 }
 
-// Close ends the script and every connection and waits for them.
+// Close ends the script and every connection, each with a close frame
+// (going away; dropped after closeWait without the peer's answer), and
+// waits for them. It is safe to call more than once.
 func (s *Server) Close() {
 	s.mu.Lock()
 	s.closed = true
+	conns := make([]*conn, 0, len(s.conns))
 	for _, c := range s.conns {
-		c.ws.CloseNow()
+		conns = append(conns, c)
 	}
 	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_ = c.ws.Close(websocket.StatusGoingAway, "xagent check done")
+			}()
+			t := time.NewTimer(closeWait)
+			defer t.Stop()
+			select {
+			case <-done:
+			case <-t.C:
+				c.ws.CloseNow()
+				<-done
+			}
+		}()
+	}
+	wg.Wait()
 	s.cancel()
 	s.wg.Wait()
 }
@@ -354,10 +380,12 @@ func (s *Server) closeConn(n int, reason string) {
 	c := s.conns[n]
 	s.mu.Unlock()
 	if c != nil {
-		// Every packet already recorded is written first.
+		// Every packet already recorded is written first: an empty
+		// critical section waits for the write in progress.
 		c.wmu.Lock()
-		c.wmu.Unlock() //nolint:staticcheck // an empty critical section: waits for the write in progress
-		s.wg.Add(1)    // the script runs inside wg, so Close still waits for this
+		c.wmu.Unlock() //nolint:staticcheck
+		// The script runs inside wg, so Close still waits for this.
+		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			_ = c.ws.Close(websocket.StatusServiceRestart, reason) // the handler's read ends too

@@ -38,6 +38,11 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "closed", http.StatusServiceUnavailable)
 		return
 	}
+	if len(s.conns) >= maxConns {
+		s.mu.Unlock()
+		http.Error(w, "too many connections", http.StatusServiceUnavailable)
+		return
+	}
 	s.wg.Add(1)
 	s.connSeq++
 	n := s.connSeq
