@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -114,19 +115,35 @@ func (v *authInputFileValue) Set(path string) error {
 	if err != nil {
 		return err
 	}
-	sc := bufio.NewScanner(strings.NewReader(string(b)))
-	sc.Buffer(make([]byte, 0, 4096), maxSecretFile)
+	lines, err := parseAuthInputLines(b)
+	if err != nil {
+		return fmt.Errorf("%s %w", path, err)
+	}
+	*v.dst = append(*v.dst, lines...)
+	return nil
+}
+
+// parseAuthInputLines returns the key=value lines of an --auth-input-file
+// (blank lines and # comments skipped, CR LF accepted). An error names the
+// line number, never its content.
+func parseAuthInputLines(b []byte) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 4096), maxSecretFile+1)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimRight(sc.Text(), "\r")
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimSpace(line), "#") {
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
 			continue
 		}
 		if k, _, ok := strings.Cut(line, "="); !ok || k == "" {
-			return fmt.Errorf("%s line %d: want key=value", path, n)
+			return nil, fmt.Errorf("line %d: want key=value", n)
 		}
-		*v.dst = append(*v.dst, line)
+		out = append(out, line)
 	}
-	return sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("unreadable: %w", err)
+	}
+	return out, nil
 }
 
 // authInputValue is the pflag.Value of --auth-input: each use appends

@@ -94,3 +94,24 @@ func TestServeRefusesBothKeyForms(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want 2 and \"not both\"", code, errOut.String())
 	}
 }
+
+// FuzzParseAuthInputLines: every line returned is key=value with a key,
+// and an error never quotes the input.
+func FuzzParseAuthInputLines(f *testing.F) {
+	f.Add([]byte("# c\nroom=lobby\r\naccess_code=a=b\n\n"))
+	f.Add([]byte("secret-without-equals\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		lines, err := parseAuthInputLines(b)
+		if err != nil {
+			if len(b) > 8 && strings.Contains(err.Error(), string(b)) {
+				t.Fatalf("error quotes the input: %v", err)
+			}
+			return
+		}
+		for _, l := range lines {
+			if k, _, ok := strings.Cut(l, "="); !ok || k == "" {
+				t.Fatalf("line %q has no key=value", l)
+			}
+		}
+	})
+}
