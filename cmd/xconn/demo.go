@@ -289,7 +289,9 @@ func demoSignins(ctx context.Context, h *host.Host, conn *webchat.Connector, p *
 		}
 		uc, err := followSignin(ctx, s, p)
 		if err == nil {
-			p.say("Signed in: channel %s. Chat page: %s", uc.ChannelID, conn.WebURL())
+			if p.log == nil { // the structured style has the connector's record of it
+				p.say("Signed in: channel %s. Chat page: %s", uc.ChannelID, conn.WebURL())
+			}
 			p.say("Write a message in the browser; Ctrl-C stops the demo.")
 			<-ctx.Done()
 			return nil

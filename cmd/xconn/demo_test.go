@@ -130,6 +130,9 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("POST login URL (Confirm): %s", resp.Status)
 	}
 	channel := waitFor(t, out, regexp.MustCompile(`Signed in: channel (\S+)\.`), 30*time.Second)
+	if s := out.String(); strings.Count(s, "Signed in") != 1 || strings.Contains(s, "sign-in: authenticated") || strings.Contains(s, "signed in by QR") {
+		t.Fatalf("one QR sign-in logged more than once:\n%s", s)
+	}
 
 	req, _ = http.NewRequest(http.MethodPost, "http://"+addr+"/webchat/api/messages", strings.NewReader(`{"text":"hello demo"}`))
 	req.Header.Set("Content-Type", "application/json")

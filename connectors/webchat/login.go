@@ -47,7 +47,7 @@ func (c *Connector) loginConfirm(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.bindSession(rw, r, id, "", channel)
-	c.log.Info("webchat: browser signed in by QR", "channel", channel)
+	c.log.Info("webchat: browser signed in by QR", "channel", channel, "chat_page", c.WebURL())
 	http.Redirect(rw, r, c.base+"/", http.StatusSeeOther)
 }
 
