@@ -483,3 +483,38 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// TestFullChannelTableAnsweredAndLoggedOnce: when the store's channel
+// table is full, every channel.open is answered
+// connector_channel_unavailable and the refusals share one warning line
+// (before, each wrote an error line).
+func TestFullChannelTableAnsweredAndLoggedOnce(t *testing.T) {
+	dir := t.TempDir()
+	db, err := store.Open(context.Background(), "sqlite:"+filepath.Join(dir, "x.db"), store.Options{DataDir: dir, MaxChannels: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{Store: db})
+	c, _ := f.Connect(t, "")
+	ctx := testCtx(t)
+	refused := 0
+	for range 50 {
+		if _, err := c.Open(ctx, ""); err != nil {
+			if !isCode(err, protocol.CodeConnectorChannelUnavailable) {
+				t.Fatalf("open on a full table: %v, want connector_channel_unavailable", err)
+			}
+			refused++
+		}
+	}
+	if refused != 47 {
+		t.Fatalf("%d opens refused, want 47 of 50 with room for 3", refused)
+	}
+	logs := f.Logs.String()
+	if n := strings.Count(logs, "channel table is full"); n != 1 {
+		t.Fatalf("%d warning lines for 47 refusals, want 1", n)
+	}
+	if strings.Contains(logs, "connector: persist channel") {
+		t.Fatal("a refusal for the full table was logged as an error")
+	}
+}

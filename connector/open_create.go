@@ -65,9 +65,13 @@ func (sess *session) createChannel(env *protocol.Envelope) {
 	if err := s.persistNew(sess, rec); err != nil {
 		code := protocol.CodeInternal
 		if errors.Is(err, store.ErrLimit) {
+			// A full channel table refuses every open alike: one line
+			// every logEvery, not one per refused open.
 			code = protocol.CodeConnectorChannelUnavailable
+			s.logLimited("channel_limit", "connector: channel.open refused: the store's channel table is full", "err", err)
+		} else {
+			s.log.Error("connector: persist channel", "err", err)
 		}
-		s.log.Error("connector: persist channel", "err", err)
 		sess.sendError(env, protocol.Errorf(code, "cannot create a channel"))
 		return
 	}
