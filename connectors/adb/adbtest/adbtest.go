@@ -94,17 +94,28 @@ func New() *Server {
 }
 
 // Start listens on a loopback port and returns its address (host:port).
+// It panics when no port is free (a test cannot go on).
 func (s *Server) Start() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := s.Listen("127.0.0.1:0")
 	if err != nil {
-		panic(fmt.Sprintf("adbtest: listen: %v", err))
+		panic(fmt.Sprintf("adbtest: %v", err))
+	}
+	return addr
+}
+
+// Listen serves on addr (such as 127.0.0.1:5037) and returns the address
+// it listens on.
+func (s *Server) Listen(addr string) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("listen %s: %w", addr, err)
 	}
 	s.mu.Lock()
 	s.ln = ln
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go s.accept(ln)
-	return ln.Addr().String()
+	return ln.Addr().String(), nil
 }
 
 // Close stops the server, closes every connection and waits for them.
