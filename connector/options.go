@@ -39,7 +39,7 @@ const (
 	DefaultHelloTimeout      = 10 * time.Second
 	DefaultUnsignedTTL       = 30 * time.Minute
 	DefaultMaxConns          = 1024
-	DefaultMaxAuthValueBytes = 4096
+	DefaultMaxAuthValueBytes = 16 << 10
 )
 
 // Options configures a [Server]. Identity (or a hand-written Card) is
@@ -150,9 +150,10 @@ type Options struct {
 	AuthSessionTTL time.Duration
 	// MaxAuthSessions bounds live sign-in sessions (default 1000).
 	MaxAuthSessions int
-	// MaxAuthValueBytes bounds one value of a sign-in form (default 4096
-	// bytes); a longer one is refused invalid_auth_input before it is
-	// registered for redaction or reaches the flow.
+	// MaxAuthValueBytes bounds one value of a sign-in form (default 16 KiB,
+	// room for a pasted private key); a longer one is refused
+	// invalid_auth_input before it is registered for redaction or reaches
+	// the flow.
 	MaxAuthValueBytes int
 	// MaxUploadBytes bounds one uploaded file (default 32 MiB).
 	MaxUploadBytes int64
