@@ -109,14 +109,6 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 	if err != nil {
 		return err
 	}
-	if err := hostPreflight(ctx, baseURL, f.apiKey, func(s string) string {
-		if f.apiKey == "" {
-			return s
-		}
-		return strings.ReplaceAll(s, f.apiKey, "[redacted]")
-	}); err != nil {
-		return err
-	}
 	if err := f.agent.check(); err != nil {
 		return err
 	}
@@ -137,6 +129,16 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 	}
 	pretty, err := prettyLog(f.logStyle, lineOut)
 	if err != nil {
+		return err
+	}
+	// The flags are sound: now the caller's own mistakes, each in one
+	// sentence, before anything is opened or written.
+	if err := hostPreflight(ctx, baseURL, f.apiKey, func(s string) string {
+		if f.apiKey == "" {
+			return s
+		}
+		return strings.ReplaceAll(s, f.apiKey, "[redacted]")
+	}); err != nil {
 		return err
 	}
 	// Until a connector is admitted, the run leaves the data directory as
