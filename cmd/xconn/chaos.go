@@ -190,7 +190,11 @@ func (f *chaosFlags) kinds() []chaos.Fault {
 	return out
 }
 
-// chaosRun is one run: its children, proxies, browsers and checker.
+// chaosRun is one run: its children, proxies, browsers and checker. run
+// owns it: one goroutine injects the faults (sched and the children's
+// restarts are its own); the journal tailer, the expiry watcher and the
+// browsers run beside it and share only the fields under mu, the checker,
+// the scanner and paused, which are safe for concurrent use.
 type chaosRun struct {
 	f      chaosFlags
 	exe    string
@@ -232,6 +236,7 @@ type chaosSample struct {
 	goroutines int
 }
 
+// randomHex returns n random bytes in hex.
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
