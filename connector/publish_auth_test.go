@@ -29,12 +29,13 @@ func wantNotAuthenticated(t *testing.T, err error, channel string) {
 	}
 }
 
-// filesIn counts the regular files under dir (the transfer-plane cache).
+// filesIn counts the regular files under dir (the transfer-plane cache),
+// not counting the data directory's lock file.
 func filesIn(t *testing.T, dir string) int {
 	t.Helper()
 	n := 0
 	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
+		if err == nil && d.Type().IsRegular() && d.Name() != connector.DataDirLockFile {
 			n++
 		}
 		return err
