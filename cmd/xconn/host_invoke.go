@@ -24,7 +24,7 @@ type invokeFlags struct {
 
 func (v *invokeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&v.tool, "invoke", "", "run one call of this tool on the signed-in channel, print the ack as JSON on stdout and exit (0: ok, 1: tool error); the packet log goes to stderr")
-	fs.StringVar(&v.args, "args", "", `arguments of the --invoke call, a JSON object (default {})`)
+	fs.StringVar(&v.args, "args", "", `arguments of the --invoke call, a JSON object (default {}); connector_channel_id is filled in with the signed-in channel when absent`)
 }
 
 // check validates the flags (usage errors, exit 2) and returns the call's
@@ -91,6 +91,7 @@ type invokeFile struct {
 // the result (with the files it returned, downloaded into the data
 // directory) or the error. A tool error is exit status 1.
 func runInvoke(ctx context.Context, h *host.Host, uc store.UserChannel, v invokeFlags, args json.RawMessage, stdout io.Writer, scrub func(string) string) error {
+	args = withChannelArgument(args, uc.ChannelID)
 	res, err := h.Invoke(ctx, uc.UserID, uc.SessionID, v.tool, args, connector.NewID("xconn_call_"), host.WithUserChannel(uc.ID))
 	out := invokeOutput{ToolID: v.tool, ChannelID: uc.ChannelID}
 	if err != nil {
@@ -123,4 +124,32 @@ func runInvoke(ctx context.Context, h *host.Host, uc store.UserChannel, v invoke
 		return &exitError{code: 1}
 	}
 	return nil
+}
+
+// withChannelArgument fills in the connector_channel_id argument the
+// Card's input_schema requires with the signed-in channel, as a model
+// would from the channel list, when --args leaves it out (--args '{}');
+// a given one is kept (routing goes by the envelope either way). Anything
+// but a JSON object is returned unchanged for the connector to refuse.
+func withChannelArgument(args json.RawMessage, channelID string) json.RawMessage {
+	var m map[string]json.RawMessage
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	if json.Unmarshal(args, &m) != nil || m == nil {
+		return args
+	}
+	if _, ok := m[protocol.ChannelIDArgument]; ok {
+		return args
+	}
+	id, err := json.Marshal(channelID)
+	if err != nil {
+		return args
+	}
+	m[protocol.ChannelIDArgument] = id
+	out, err := json.Marshal(m)
+	if err != nil {
+		return args
+	}
+	return out
 }
