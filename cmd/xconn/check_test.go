@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -155,9 +157,10 @@ func TestCheckXAgentRun(t *testing.T) {
 		out, errOut string
 	}
 	done := make(chan result, 1)
+	junit := filepath.Join(t.TempDir(), "xagent.xml")
 	go func() {
 		var out, errOut bytes.Buffer
-		code := run(ctx, []string{"check", "--xagent", "--listen", addr, "--api-key", key}, strings.NewReader(""), &out, &errOut)
+		code := run(ctx, []string{"check", "--xagent", "--listen", addr, "--api-key", key, "--junit", junit}, strings.NewReader(""), &out, &errOut)
 		done <- result{code, out.String(), errOut.String()}
 	}()
 	hctx, hcancel := context.WithCancel(ctx)
@@ -183,5 +186,8 @@ func TestCheckXAgentRun(t *testing.T) {
 	}
 	if strings.Contains(res.out+res.errOut, key) {
 		t.Error("the API key was printed")
+	}
+	if b, err := os.ReadFile(junit); err != nil || !strings.Contains(string(b), "xagent.no-resend-accepted") || strings.Contains(string(b), key) {
+		t.Errorf("JUnit report: %v\n%s", err, b)
 	}
 }

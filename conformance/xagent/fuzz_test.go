@@ -96,3 +96,35 @@ func TestREADMETables(t *testing.T) {
 		t.Error("the xagent tables of conformance/README.md are stale: regenerate them with xconn check --xagent --list --markdown")
 	}
 }
+
+// TestSecretsRedacted: a failure quoting a sign-in packet shows neither
+// the API key nor the secret form input, in any report format.
+func TestSecretsRedacted(t *testing.T) {
+	const key, secret = "redact-key-0123456789", "secret-code-4711"
+	s, err := NewServer(Options{APIKey: key, SignInWait: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	raw := []byte(`{"schema":"xagent.connector.packet/v1","packet_id":"p1","request_id":"r1","connector_channel_id":"cch_x","type":"auth.start",` +
+		`"payload":{"flow_id":"` + FormFlow + `","input":{"code":"` + secret + `"}},"note":"` + key + `"}`)
+	env, err := protocol.DecodeEnvelope(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.record(event{kind: "packet", conn: 1, env: env, raw: raw}) // on a channel never opened: xagent.form-input fails
+	rep := s.Report()
+	res, _ := rep.Result("xagent.form-input")
+	if res.Status != "fail" || !strings.Contains(res.Packet, "[redacted]") {
+		t.Fatalf("xagent.form-input = %+v, want a failure quoting the redacted packet", res)
+	}
+	var b bytes.Buffer
+	_ = rep.WriteText(&b)
+	_ = rep.WriteJSON(&b)
+	_ = rep.WriteJUnit(&b)
+	for _, v := range []string{key, secret} {
+		if strings.Contains(b.String(), v) {
+			t.Errorf("a report contains %q", v)
+		}
+	}
+}

@@ -62,10 +62,20 @@ func (j *judge) headline() string {
 	return fmt.Sprintf("The script is in phase %d.", max(j.f.phase, 1))
 }
 
-// redact hides the API key and the inbound file's signature.
+// redact hides the API key, the secret form inputs the xAgent sent and
+// the inbound file's signature.
 func (j *judge) redact(s string) string {
-	if k := j.s.opts.APIKey; len(k) >= 3 {
-		s = strings.ReplaceAll(s, k, "[redacted]")
+	secrets := []string{j.s.opts.APIKey}
+	for _, e := range j.in() {
+		var p protocol.AuthStartPayload
+		if e.env.Type == protocol.TypeAuthStart && e.env.DecodePayload(&p) == nil {
+			secrets = append(secrets, p.Input["code"]) // the Card's one secret field
+		}
+	}
+	for _, k := range secrets {
+		if len(k) >= 3 {
+			s = strings.ReplaceAll(s, k, "[redacted]")
+		}
 	}
 	j.s.mu.Lock()
 	sig := j.s.sig
