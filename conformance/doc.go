@@ -20,5 +20,12 @@
 // arguments. Run them against a test account. The run signs its channel out
 // (auth.logout) when it ends, whatever the verdicts. [Options.Inbound] lets
 // the inbound and redelivery checks ask the target for messages, for
-// example from a connector's go test with a fake target.
+// example from a connector's go test with a fake target. With
+// [Options.ToolArgs] given too, that tool is invoked a second time with the
+// same tool_call_id (tool.idempotency): name a side-effecting tool.
+//
+// The other side of the wire has a suite of its own: package
+// conformance/xagent serves a scripted Connector Server and checks the
+// xAgent-side implementation that connects to it (xconn check --xagent). It
+// reports with this package's [Report], [Requirement] and [Result].
 package conformance
