@@ -132,6 +132,24 @@
 // a generic message, and the detail goes to the redacting log only. A panic
 // is recovered as internal_error without its value.
 //
+// # Devices (xagent.device.v1)
+//
+// A device connector (Identity.TargetType device) declares each tool's
+// [ToolMode] in ToolOptions.Mode: [ToolObserve] calls (status, screenshot)
+// leave the channel's queue and run in parallel, also beside a long
+// control action; [ToolAct] calls (tap, key press) run one at a time per
+// channel in arrival order and are idempotent by tool_call_id, every
+// outcome of the handler recorded. [Channel.SetDeviceState] reports what
+// the connector sees of the device (available, offline, permission
+// denied): the SDK corrects the connection status and every tool's
+// availability in one step and pushes the Descriptor when it changed,
+// and refuses calls with [CodeDeviceOffline] or
+// [CodeDevicePermissionDenied]; a handler reports a slow device with
+// [CodeDeviceCommandTimeout]. A restored channel stays offline until its
+// ClientFunc has verified the device. [Channel.CacheMedia] puts a
+// screenshot or pulled file on the transfer plane with its own TTL, and
+// [Channel.DeleteFile] evicts one early; connectors/adb is the example.
+//
 // # IM v2 rules a connector must know
 //
 // No payload a connector builds may carry session_id, user_connector_id,
@@ -164,7 +182,8 @@
 // connection_not_authenticated, connector_channel_unavailable,
 // invalid_arguments, tool_call_conflict, tool_timeout, tool_invoke_failed,
 // internal_error (a panic), auth_flow_not_found, invalid_auth_input,
-// auth_session_not_found. Packets of a Profile that was not negotiated are
+// auth_session_not_found, and for device connectors device_offline,
+// device_command_timeout and device_permission_denied. Packets of a Profile that was not negotiated are
 // dropped silently.
 //
 // Versions and routing: a hello whose protocol_version is 3.0 or newer is
