@@ -3,8 +3,10 @@ package xagent
 import (
 	"bytes"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xconn/xconn/protocol"
 )
@@ -126,5 +128,68 @@ func TestSecretsRedacted(t *testing.T) {
 		if strings.Contains(b.String(), v) {
 			t.Errorf("a report contains %q", v)
 		}
+	}
+}
+
+// TestOptionalJudges: the judges of packets the script does not cause fail
+// on a log that breaks their rule and pass on one that keeps it.
+func TestOptionalJudges(t *testing.T) {
+	type pkt struct {
+		out   bool
+		after time.Duration // since the previous packet
+		json  string
+	}
+	hdr := `"schema":"xagent.connector.packet/v1","connector_channel_id":"cch_1",`
+	open := []pkt{
+		{false, 0, `{` + hdr + `"packet_id":"o1","request_id":"r0","type":"channel.open"}`},
+		{true, 0, `{` + hdr + `"packet_id":"o2","reply_to":"o1","type":"channel.open.ack"}`},
+	}
+	poll := func(id string, refresh bool) pkt {
+		return pkt{false, 0, `{` + hdr + `"packet_id":"` + id + `","request_id":"r` + id + `","type":"auth.status","payload":{"auth_session_id":"auth_1","refresh":` + strconv.FormatBool(refresh) + `}}`}
+	}
+	answer := func(to, status string) pkt {
+		return pkt{true, 0, `{` + hdr + `"packet_id":"a` + to + `","reply_to":"` + to + `","type":"auth.status.ack","payload":{"auth_session_id":"auth_1","status":"` + status + `"}}`}
+	}
+	slow := func(p pkt) pkt { p.after = QRPollInterval; return p }
+	tests := []struct {
+		name, id string
+		log      []pkt
+		want     string
+	}{
+		{"polls paced", "xagent.qr-poll-interval", []pkt{poll("p1", false), answer("p1", "pending"), slow(poll("p2", false))}, "pass"},
+		{"polls too fast", "xagent.qr-poll-interval", []pkt{poll("p1", false), answer("p1", "pending"), poll("p2", false)}, "fail"},
+		{"refresh asked", "xagent.qr-refresh", []pkt{poll("p1", false), answer("p1", "qr_refresh_required"), slow(poll("p2", true))}, "pass"},
+		{"refresh not asked", "xagent.qr-refresh", []pkt{poll("p1", false), answer("p1", "qr_refresh_required"), slow(poll("p2", false))}, "fail"},
+		{"cancel of an unknown session", "xagent.cancel", append(append([]pkt(nil), open...),
+			pkt{false, 0, `{` + hdr + `"packet_id":"c1","request_id":"rc","type":"auth.cancel","payload":{"auth_session_id":"auth_nobody"}}`}), "fail"},
+		{"logout on a channel not open", "xagent.logout", []pkt{{false, 0, `{` + hdr + `"packet_id":"l1","request_id":"rl","type":"auth.logout"}`}}, "fail"},
+		{"logout on an open channel", "xagent.logout", append(append([]pkt(nil), open...),
+			pkt{false, 0, `{` + hdr + `"packet_id":"l1","request_id":"rl","type":"auth.logout"}`}), "pass"},
+		{"tool without request_id", "xagent.tool-routing", append(append([]pkt(nil), open...),
+			pkt{false, 0, `{` + hdr + `"packet_id":"t1","type":"tool.invoke","payload":{"tool_id":"` + ToolID + `","arguments":{}}}`}), "fail"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := NewServer(Options{SignInWait: 1, Only: []string{tt.id}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			at := time.Now()
+			for _, p := range tt.log {
+				env, err := protocol.DecodeEnvelope([]byte(p.json))
+				if err != nil {
+					t.Fatalf("%s: %v", p.json, err)
+				}
+				at = at.Add(p.after + time.Millisecond)
+				s.mu.Lock()
+				s.events = append(s.events, event{at: at, kind: "packet", conn: 1, out: p.out, env: env, raw: []byte(p.json)})
+				s.mu.Unlock()
+			}
+			res, _ := s.Report().Result(tt.id)
+			if string(res.Status) != tt.want {
+				t.Errorf("%s = %s (%s%s), want %s", tt.id, res.Status, res.Actual, res.Reason, tt.want)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/xconn/xconn/conformance"
 	"github.com/xconn/xconn/protocol"
@@ -459,15 +460,32 @@ func (j *judge) statusPolls() map[string][]event {
 }
 
 func (j *judge) qrPoll() verdict {
-	min := QRPollInterval * 9 / 10 // network jitter
+	// Measured from the answer to one poll to the next poll: the
+	// interval is a pause between polls, and an answer's own delay does
+	// not count against the xAgent.
+	floor := QRPollInterval * 9 / 10
 	for id, polls := range j.statusPolls() {
 		for k := 1; k < len(polls); k++ {
-			if d := polls[k].at.Sub(polls[k-1].at); d < min {
-				return fail(fmt.Sprintf("polls at least %s apart", QRPollInterval), fmt.Sprintf("session %s polled again after %s", id, d.Round(1e6)), "")
+			answered, ok := j.answerTo(polls[k-1])
+			if !ok {
+				continue
+			}
+			if d := polls[k].at.Sub(answered); d < floor {
+				return fail(fmt.Sprintf("a pause of %s after each answer", QRPollInterval), fmt.Sprintf("session %s polled again %s after the answer", id, d.Round(time.Millisecond)), string(polls[k].raw))
 			}
 		}
 	}
 	return pass()
+}
+
+// answerTo returns when the Server answered the packet of e.
+func (j *judge) answerTo(e event) (time.Time, bool) {
+	for _, a := range j.ev {
+		if a.out && a.env != nil && a.env.ReplyTo == e.env.PacketID && a.conn == e.conn {
+			return a.at, true
+		}
+	}
+	return time.Time{}, false
 }
 
 func (j *judge) qrRefresh() verdict {
