@@ -29,13 +29,24 @@
 // Server-Sent Events of types delta, message, activity and status. Deltas
 // render live and the final message replaces them; activity shows
 // "thinking…" or "using <tool>…"; files appear as links or inline images
-// (GET /webchat/media/<file_ref>).
+// (GET /webchat/media/<file_ref>). POST /webchat/logout signs one browser
+// out; GET / (and /favicon.ico) lead to the chat.
 //
-// Limits (all with defaults, see the Default* constants): upload size,
-// text size, browser sessions (count and lifetime), event streams, the
-// per-stream buffer (a client that falls behind is disconnected and
-// replays the backlog on reconnect), the per-channel backlog of recent
-// messages, access-code attempts per room.
+// Each channel's complete messages are kept in a HistoryStore (the SDK's
+// store when it is a *store.DB), bounded in count and bytes, and replayed
+// to every stream that opens, so a chat survives reloads and restarts.
+// Status events say what the page can rely on: StateConnected while an
+// xAgent data plane serves the channel, StateAgentOffline while none does
+// (messages wait in the durable outbox), StateSignedOut and StateReplaced;
+// every stream checks once a second.
+//
+// Limits (all with defaults, see the Default* constants): upload size and
+// a per-session upload quota, text size, browser sessions (count, per
+// client address, lifetime), event streams (in all, per chat, per client
+// address), the per-stream buffer (a client that falls behind is
+// disconnected and replays the history on reconnect), the history per
+// channel, wrong access codes per client address and room and per client
+// address. A room that is not open answers like a wrong code.
 //
 // New returns a Connector; its Server runs both sides
 // (Server().ListenAndServe, or Serve on a listener) and ends the browsers'

@@ -105,7 +105,9 @@ type Options struct {
 	MaxSessions int
 	SessionTTL  time.Duration
 	// MaxClients, ClientBuffer and Backlog bound the event streams
-	// (defaults DefaultMaxClients, DefaultClientBuffer, DefaultBacklog).
+	// (defaults DefaultMaxClients, DefaultClientBuffer, DefaultBacklog);
+	// Backlog, the messages kept in memory for a stream that opens, is
+	// used only without a HistoryStore.
 	MaxClients   int
 	ClientBuffer int
 	Backlog      int
