@@ -3,6 +3,7 @@ package connector_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -111,4 +112,25 @@ func TestServerLocksDataDir(t *testing.T) {
 	if err := third.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A program that serves from a data directory takes its lock first, so
+// that a second process on the same directory stops at once and says
+// which process holds it. (connector.Server takes the lock of
+// Options.DataDir by itself in Start.)
+func ExampleLockDataDir() {
+	dir, _ := os.MkdirTemp("", "xconn-data-")
+	defer os.RemoveAll(dir)
+	lock, err := connector.LockDataDir(dir)
+	if err != nil {
+		fmt.Println(err) // data directory … is in use by process 4242 listening on 127.0.0.1:8080; …
+		return
+	}
+	defer lock.Close()
+	_ = lock.SetAddr("127.0.0.1:8080") // once listening
+
+	_, err = connector.LockDataDir(dir) // a second holder
+	var inUse *connector.DataDirInUseError
+	fmt.Println(errors.As(err, &inUse), inUse.Addr)
+	// Output: true 127.0.0.1:8080
 }
