@@ -253,10 +253,11 @@ func TestSDKRestartsDeliverPendingOnce(t *testing.T) {
 	if err := ch.Publish(ctxT(t), connector.UserMessage{MessageID: "while-away", Text: "are you there"}); err != nil {
 		t.Fatal(err)
 	}
-	// The connector restarts: a new server instance on the same store.
+	// The connector restarts: a new server instance on the same store
+	// (and data directory, which one server holds at a time).
+	fx1.Close()
 	fx2 := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{APIKey: sdkKey, Store: st, DataDir: dataDir})
 	current.Store(fx2)
-	fx1.Close()
 
 	th2 := newTestHost(t, hostDir, func(o *Options) { o.Agent = agent })
 	eventually(t, "message delivered after both restarts", func() bool { return agent.n.Load() >= 1 })
