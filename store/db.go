@@ -44,6 +44,9 @@ type DB struct {
 	cache *outboxCache
 	// many holds the committer's multi-row statements (batch.go).
 	many manyStmts
+	// ckpt checkpoints the WAL in the background on SQLite (see
+	// checkpoint.go); nil on PostgreSQL.
+	ckpt *checkpointer
 	// chanHot holds the prepared channel insert (see channels_hot.go).
 	chanHot channelHot
 }
@@ -156,7 +159,15 @@ func (db *DB) openSQLite(path string) error {
 	// Keep the readers open: a new SQLite connection costs its open, its
 	// pragmas and a fresh prepare of every statement it runs.
 	r.SetMaxIdleConns(db.opts.MaxOpenConns)
-	db.w, db.r = w, r
+	q.Del("_pragma")
+	q.Add("_pragma", "busy_timeout(10000)")
+	ck, err := startCheckpointer("file:" + path + "?" + q.Encode())
+	if err != nil {
+		w.Close()
+		r.Close()
+		return err
+	}
+	db.w, db.r, db.ckpt = w, r, ck
 	return nil
 }
 
@@ -166,10 +177,11 @@ func (db *DB) Close() error {
 	if db.gc != nil {
 		db.gc.close()
 	}
+	ckErr := db.ckpt.close()
 	db.closeHot()
 	db.closeMany()
 	db.chanHot.close()
-	err := db.w.Close()
+	err := errors.Join(ckErr, db.w.Close())
 	if db.r != db.w {
 		err = errors.Join(err, db.r.Close())
 	}

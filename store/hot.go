@@ -86,7 +86,10 @@ const (
 		ORDER BY o.next_attempt LIMIT 1`
 	sqlPending = `SELECT COUNT(*) FROM outbox WHERE queue = ?`
 	sqlResched = `UPDATE outbox SET next_attempt = ? WHERE queue = ? AND channel = ? AND next_attempt > ?`
-	sqlHead    = `SELECT ` + outboxCols + ` FROM outbox WHERE queue = ? AND channel = ? ORDER BY seq LIMIT 1`
+	// sqlHead reads a channel's head: the lowest seq from the channel's
+	// entries in the key's index (SQLite keeps the rowid, seq, in it),
+	// then that one row.
+	sqlHead = `SELECT ` + outboxCols + ` FROM outbox WHERE seq = (SELECT MIN(seq) FROM outbox WHERE queue = ? AND channel = ?)`
 )
 
 // prepareHot fills db.hot: the texts always, the prepared statements on
