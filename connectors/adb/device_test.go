@@ -99,8 +99,8 @@ func TestDeviceVanishes(t *testing.T) {
 			t.Fatalf("tool while offline: %+v", ts)
 		}
 	}
-	for _, tool := range []string{ToolStatus, ToolTap} {
-		if _, err := cl.InvokeRaw(tctx(t), ch, tool, json.RawMessage(`{"x":1,"y":1}`), "off-"+tool); !isCode(err, connector.CodeDeviceOffline) {
+	for tool, args := range map[string]string{ToolStatus: `{}`, ToolTap: `{"x":1,"y":1}`} {
+		if _, err := cl.InvokeRaw(tctx(t), ch, tool, json.RawMessage(args), "off-"+tool); !isCode(err, connector.CodeDeviceOffline) {
 			t.Fatalf("%s while offline: %v", tool, err)
 		}
 	}
@@ -173,5 +173,35 @@ func TestRestoreVerifiesDevice(t *testing.T) {
 	descriptorWith(t, cl, protocol.StatusConnected)
 	if _, err := connectortest.Invoke[Status](tctx(t), cl, ch, ToolStatus, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDisconnectGrace: a device missing for less than DisconnectGrace
+// leaves the channel connected however many polls see it missing; when
+// it is back, nothing was pushed. Without grace the first poll marks it
+// offline (TestDeviceVanishes).
+func TestDisconnectGrace(t *testing.T) {
+	f, addr := newFake(t)
+	cn := startConn(t, t.TempDir(), addr, "127.0.0.1:0", func(o *Options) { o.DisconnectGrace = time.Hour })
+	cl := cn.dial(t)
+	ch := signedIn(t, cl)
+	drainPushes(cl)
+	f.Remove(testSerial)
+	seen := f.Requests()
+	eventually(t, "ten polls of the device list", func() bool { return f.Requests() >= seen+10 })
+	env, err := cl.Request(tctx(t), protocol.TypeDescriptorGet, ch, protocol.EmptyPayload{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p protocol.DescriptorPayload
+	if err := env.DecodePayload(&p); err != nil || p.ConnectionDescriptor.Connection.Status != protocol.StatusConnected {
+		t.Fatalf("within the grace: %+v, %v", p.ConnectionDescriptor, err)
+	}
+	f.AddDevice(adbtest.Device{Serial: testSerial, Model: "Pixel 7"})
+	if _, err := connectortest.Invoke[Status](tctx(t), cl, ch, ToolStatus, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.NextMatch(cancelled(), func(env *protocol.Envelope) bool { return env.Type == protocol.TypeDescriptorPush }); err == nil {
+		t.Fatal("a Descriptor was pushed for a device missing within the grace")
 	}
 }

@@ -82,6 +82,7 @@ func (d *device) recheck(ctx context.Context, werr error) {
 	dev, err := d.c.adb.Device(cctx, d.serial)
 	st, reason := stateOf(dev, err, d.c.adb.Addr())
 	if st != connector.DeviceAvailable {
+		d.reports.Add(1)
 		if err := d.ch.SetDeviceState(cctx, st, reason); err != nil {
 			d.c.log.Debug("adb: set device state", "err", err.Error())
 		}
@@ -98,6 +99,7 @@ func (d *device) gone(ctx context.Context) error {
 	if st == connector.DeviceAvailable {
 		return nil
 	}
+	d.reports.Add(1)
 	_ = d.ch.SetDeviceState(cctx, st, reason)
 	if st == connector.DevicePermissionDenied {
 		return protocol.Errorf(connector.CodeDevicePermissionDenied, "device %s: %s", d.serial, reason)

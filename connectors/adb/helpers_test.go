@@ -194,11 +194,18 @@ func hasString(list [][]string, want ...string) bool {
 // drainPushes drops the Descriptor pushes received so far, so that the
 // next descriptorWith sees only later ones.
 func drainPushes(cl *connectortest.Client) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
+	ctx := cancelled()
 	for {
 		if _, err := cl.NextMatch(ctx, func(env *protocol.Envelope) bool { return env.Type == protocol.TypeDescriptorPush }); err != nil {
 			return
 		}
 	}
+}
+
+// cancelled is a context that has ended: NextMatch with it only looks at
+// what was already received.
+func cancelled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/xconn/xconn/connector"
 	adbc "github.com/xconn/xconn/internal/adb"
@@ -37,6 +38,10 @@ type device struct {
 	ch     *connector.Channel
 	serial string
 	actMu  sync.Mutex
+
+	// reports counts the device states a tool call reported (after a
+	// failure); the watcher drops an observation made before the latest.
+	reports atomic.Uint64
 
 	mu    sync.Mutex
 	shots []string // live screenshot file_refs, oldest first

@@ -19,6 +19,15 @@ func (c *Connector) watch(ctx context.Context, serial string, m *connector.Membe
 	defer t.Stop()
 	var missingSince time.Time
 	for {
+		// What tool calls reported before this poll: a report made while
+		// the poll runs is newer than what the poll sees, and wins.
+		members := m.Channels()
+		before := make([]uint64, len(members))
+		for i, mb := range members {
+			if d, err := connector.ClientOf[*device](mb.Channel); err == nil {
+				before[i] = d.reports.Load()
+			}
+		}
 		pctx, cancel := context.WithTimeout(ctx, c.cmdTimeout)
 		dev, err := c.adb.Device(pctx, serial)
 		cancel()
@@ -37,7 +46,10 @@ func (c *Connector) watch(ctx context.Context, serial string, m *connector.Membe
 			missingSince = time.Time{}
 		}
 		if st != "" {
-			for _, mb := range m.Channels() {
+			for i, mb := range members {
+				if d, err := connector.ClientOf[*device](mb.Channel); err == nil && d.reports.Load() != before[i] {
+					continue // a tool call reported meanwhile; the next poll looks again
+				}
 				if err := mb.Channel.SetDeviceState(ctx, st, reason); err != nil && ctx.Err() == nil {
 					c.log.Debug("adb: set device state", "channel", mb.Channel.ID(), "err", err.Error())
 				}
