@@ -46,8 +46,9 @@ func newDemoCmd() *cobra.Command {
 host that admits it, and an agent (Echo by default). The demo opens a channel
 (reusing the stored one on restart), starts a QR sign-in and prints the QR code and
 the login URL; then it logs sign-in, messages, deltas and acks. A restart that
-finds the channel signed in prints the chat page URL and no new QR code (the
-browsers signed in before stay signed in); --signin asks for a new one. State
+finds the channel signed in with a browser prints the chat page URL and no new
+QR code (the browsers signed in before stay signed in); --signin asks for a new
+one, and so does a channel whose browsers all signed out. State
 lives in --data, which one process uses at a time. Ctrl-C stops it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -275,7 +276,7 @@ func demoSignins(ctx context.Context, h *host.Host, conn *webchat.Connector, p *
 		if err != nil {
 			return fmt.Errorf("list channels: %w", err)
 		}
-		if len(chans) > 0 && chans[0].Authenticated {
+		if len(chans) > 0 && chans[0].Authenticated && conn.QRBrowsers(chans[0].ChannelID) > 0 {
 			p.say("Resuming channel %s (signed in; browsers signed in before stay signed in). Chat page: %s", chans[0].ChannelID, conn.WebURL())
 			p.say("No new QR code: the channel is signed in (--signin starts one for another browser). Ctrl-C stops the demo.")
 			<-ctx.Done()

@@ -169,8 +169,21 @@ func TestDemo(t *testing.T) {
 	if code != 1 || !regexp.MustCompile(`^xconn: data directory \S+ is in use by process \d+ listening on `+regexp.QuoteMeta(addr)+`; [^\n]*\n$`).MatchString(errOut) {
 		t.Fatalf("second demo on one directory: exit %d, stderr %q", code, errOut)
 	}
+	// The browser signs out on the page: then a restart needs a sign-in.
+	req, _ = http.NewRequest(http.MethodPost, "http://"+addr+"/webchat/logout", nil)
+	req.Header.Set("Origin", "http://"+addr)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
 	if code := stop2(); code != 0 {
 		t.Fatalf("second demo exit code %d", code)
+	}
+	out3, stop3 := startDemo(t, addr, dir)
+	waitFor(t, out3, regexp.MustCompile(`(?m)^Login URL: `), 60*time.Second)
+	if code := stop3(); code != 0 {
+		t.Fatalf("third demo exit code %d", code)
 	}
 }
 

@@ -240,3 +240,20 @@ func (c *Connector) forgetBrowser(ctx context.Context, channel, sessionKey strin
 	}
 	return nil
 }
+
+// QRBrowsers reports how many browsers are signed in to channel by QR: the
+// ones recorded in its binding, which stay signed in across restarts (0
+// for an unknown channel, a room or a channel whose browsers all signed
+// out). A program that resumes a channel asks for a new QR sign-in only
+// when it is 0.
+func (c *Connector) QRBrowsers(channel string) int {
+	ch, err := c.srv.Channel(channel)
+	if err != nil || !ch.Authenticated() {
+		return 0
+	}
+	b, ok := connector.BindingOf[binding](ch)
+	if !ok || b.Kind != bindQR {
+		return 0
+	}
+	return len(b.Sessions)
+}
