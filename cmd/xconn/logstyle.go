@@ -109,4 +109,3 @@ func (h *prettyHandler) WithGroup(name string) slog.Handler {
 func structuredLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(connector.NewRedactingHandler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}), nil))
 }
-
