@@ -50,7 +50,7 @@ func FuzzCheckFormInput(f *testing.F) {
 	f.Add([]byte(`{"token":"abcdefgh","name":"x"}`))
 	f.Add([]byte(`{"token":1}`))
 	f.Add([]byte(`{"zzz":"secret-value"}`))
-	s := &Server{secrets: newTestSecrets()}
+	s := &Server{secrets: newTestSecrets(), opts: Options{MaxAuthValueBytes: 64}}
 	flow := &protocol.AuthFlow{ID: "f", Type: protocol.AuthFlowForm, Fields: []protocol.AuthField{
 		{Name: "token", InputType: protocol.InputPassword, Required: true},
 		{Name: "name", InputType: protocol.InputText},
@@ -60,9 +60,25 @@ func FuzzCheckFormInput(f *testing.F) {
 		if json.Unmarshal(data, &in) != nil {
 			return
 		}
-		values, vs := s.checkFormInput(flow, in)
+		values, secrets, vs := s.checkFormInput(flow, in)
 		if len(vs) == 0 && values["token"] == "" {
 			t.Fatal("missing required token accepted")
+		}
+		if s.secrets.Len() != 0 {
+			t.Fatal("checkFormInput registered a secret before the flow accepted it")
+		}
+		if len(vs) > 0 && len(secrets) > 0 {
+			t.Fatal("secrets returned for refused input")
+		}
+		for _, v := range secrets {
+			if v != values["token"] {
+				t.Fatalf("secret %q is not the token field", v)
+			}
+		}
+		for k, v := range values {
+			if len(v) > 64 && len(vs) == 0 {
+				t.Fatalf("value of %s, %d bytes, accepted over MaxAuthValueBytes", k, len(v))
+			}
 		}
 		for k := range values {
 			if k != "token" && k != "name" {

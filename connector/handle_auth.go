@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/xconn/xconn/internal/qr"
+	"github.com/xconn/xconn/internal/redact"
 	"github.com/xconn/xconn/internal/signurl"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
@@ -47,11 +49,11 @@ func (sess *session) handleAuthStart(env *protocol.Envelope) {
 // checkFormInput checks input against the Card's fields: unknown fields,
 // non-string values (form fields are text and password inputs; typed forms
 // parse numbers from the text), values longer than Options.MaxAuthValueBytes
-// and missing required fields. Values of secret fields are added to the
-// redaction set only once the whole input passed these checks, before the
-// flow runs: a refused input (which no log line, ack or error quotes)
+// and missing required fields. It returns the values of secret fields
+// apart (longest first) without registering them: startForm adds them to
+// the redaction set only once the flow accepted them, so refused input
 // never grows the set. Reasons never quote values.
-func (s *Server) checkFormInput(flow *protocol.AuthFlow, input map[string]json.RawMessage) (map[string]string, protocol.Violations) {
+func (s *Server) checkFormInput(flow *protocol.AuthFlow, input map[string]json.RawMessage) (map[string]string, []string, protocol.Violations) {
 	values := map[string]string{}
 	var vs protocol.Violations
 	fields := map[string]protocol.AuthField{}
@@ -87,14 +89,25 @@ func (s *Server) checkFormInput(flow *protocol.AuthFlow, input map[string]json.R
 			vs = append(vs, protocol.Violation{Path: "input." + f.Name, Reason: "is required"})
 		}
 	}
+	var secrets []string
 	if len(vs) == 0 {
 		for name, v := range values {
-			if fields[name].IsSecret() {
-				s.secrets.Add(v)
+			if fields[name].IsSecret() && v != "" {
+				secrets = append(secrets, v)
 			}
 		}
+		slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	}
-	return values, vs
+	return values, secrets, vs
+}
+
+// scrubWith replaces the values of secrets (longest first) in msg, then
+// every registered secret.
+func (s *Server) scrubWith(secrets []string, msg string) string {
+	for _, v := range secrets {
+		msg = strings.ReplaceAll(msg, v, redact.Redacted)
+	}
+	return s.secrets.Scrub(msg)
 }
 
 func known(fields map[string]protocol.AuthField, name string) bool {
@@ -104,7 +117,7 @@ func known(fields map[string]protocol.AuthField, name string) bool {
 
 func (sess *session) startForm(env *protocol.Envelope, id string, cardFlow *protocol.AuthFlow, f formFlow, input map[string]json.RawMessage) {
 	s := sess.srv
-	values, vs := s.checkFormInput(cardFlow, input)
+	values, secrets, vs := s.checkFormInput(cardFlow, input)
 	if len(vs) > 0 {
 		sess.replyError(env, protocol.TypeAuthStartAck, protocol.Errorf(protocol.CodeInvalidAuthInput, "%s", vs.Error()))
 		return
@@ -119,16 +132,18 @@ func (sess *session) startForm(env *protocol.Envelope, id string, cardFlow *prot
 		return err
 	})
 	if err == nil {
+		s.secrets.Add(secrets...) // accepted by the flow: now a credential to keep out of logs
 		err = s.bind(ctx, id, cardFlow.ID, b)
 	}
 	sid := signurl.RandomID("auth_")
 	if err != nil {
 		perr := protocol.AsError(err)
 		if perr != nil && perr.Code == protocol.CodeInvalidAuthInput {
-			sess.replyError(env, protocol.TypeAuthStartAck, perr)
+			sess.replyError(env, protocol.TypeAuthStartAck,
+				&protocol.Error{Code: perr.Code, Message: s.scrubWith(secrets, perr.Message), Retryable: perr.Retryable})
 			return
 		}
-		s.log.Info("connector: form sign-in failed", "channel", id, "flow", cardFlow.ID, "err", err.Error())
+		s.log.Info("connector: form sign-in failed", "channel", id, "flow", cardFlow.ID, "err", s.scrubWith(secrets, err.Error()))
 		msg := "sign-in failed"
 		if perr != nil && perr.Message != "" {
 			msg = perr.Message
@@ -136,7 +151,7 @@ func (sess *session) startForm(env *protocol.Envelope, id string, cardFlow *prot
 		s.metrics.signinFailures.Inc()
 		sess.reply(env, protocol.TypeAuthStartAck, protocol.AuthStatePayload{
 			ConnectorChannelID: id, FlowID: cardFlow.ID, AuthSessionID: sid,
-			Status: protocol.AuthFailed, Message: s.secrets.Scrub(msg),
+			Status: protocol.AuthFailed, Message: s.scrubWith(secrets, msg),
 		})
 		return
 	}

@@ -369,7 +369,9 @@ func TestInstanceTableSurvivesHelloCloseCycles(t *testing.T) {
 
 // TestSecretFormValueRefusedBeforeRedaction is review item 2: an auth.start
 // whose secret value is over MaxAuthValueBytes is refused
-// invalid_auth_input and leaves the redaction set as it was.
+// invalid_auth_input, one the flow refuses fails, and neither grows the
+// redaction set (each value used to be registered before any check); a
+// value the flow accepts is registered.
 func TestSecretFormValueRefusedBeforeRedaction(t *testing.T) {
 	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
 	c, _ := f.Connect(t, "")
@@ -385,6 +387,16 @@ func TestSecretFormValueRefusedBeforeRedaction(t *testing.T) {
 		if !isCode(err, protocol.CodeInvalidAuthInput) {
 			t.Fatalf("auth.start with a 512 KiB secret: %v, want invalid_auth_input", err)
 		}
+	}
+	// Within the SDK's bound but refused by the flow (whose error quotes
+	// it): not registered either, and scrubbed from the answer anyway.
+	st, err := c.SignInForm(ctx, ack.ConnectorChannelID, sdkfixture.FlowTokenForm,
+		map[string]string{"token": sdkfixture.BadToken, "name": "Ann"})
+	if err == nil || (st != nil && st.Status == protocol.AuthAuthenticated) {
+		t.Fatalf("the flow accepted the bad token: %+v", st)
+	}
+	if strings.Contains(err.Error(), sdkfixture.BadToken) {
+		t.Fatalf("the refusal quotes the refused secret: %v", err)
 	}
 	if n, b := f.Server.SecretsHeld(); n != n0 || b != b0 {
 		t.Fatalf("redaction set grew from %d values (%d B) to %d (%d B) for refused input", n0, b0, n, b)

@@ -123,7 +123,7 @@ func New(opts Options) (*Server, error) {
 	o.Skill = skillWithHeader(o.Skill, cardID, desc)
 	secrets := redact.NewSecrets(0)
 	if o.APIKey != "" {
-		secrets.Add(o.APIKey)
+		secrets.Pin(o.APIKey) // never pushed out by a flood of other secrets
 	}
 	key := o.SigningKey
 	if len(key) == 0 && o.Store == nil {

@@ -274,3 +274,31 @@ func FuzzScrubMatchesReplacer(f *testing.F) {
 		}
 	})
 }
+
+// TestPinnedSurvivesFlood: a pinned value (the API key) is never pushed
+// out by a flood of other secrets, which do evict one another.
+func TestPinnedSurvivesFlood(t *testing.T) {
+	s := NewSecretsBytes(10, 4<<10)
+	s.Pin(canary)
+	s.Pin(canary) // idempotent
+	for i := range 1000 {
+		s.Add(fmt.Sprintf("flood-%06d-", i) + strings.Repeat("z", 500))
+	}
+	if got := s.Scrub("key " + canary); got != "key "+Redacted {
+		t.Fatalf("pinned value evicted: %q", got)
+	}
+	if s.Len() > 11 {
+		t.Fatalf("Len = %d, want at most 10 values and the pinned one", s.Len())
+	}
+	s.Add(canary) // adding a pinned value keeps it pinned
+	for i := range 20 {
+		s.Add(fmt.Sprintf("again-%06d", i))
+	}
+	if got := s.Scrub(canary); got != Redacted {
+		t.Fatalf("pinned value evicted after Add: %q", got)
+	}
+	s.Remove(canary)
+	if got := s.Scrub(canary); got != canary {
+		t.Fatalf("Remove of a pinned value: Scrub = %q", got)
+	}
+}

@@ -48,7 +48,7 @@ type Secrets struct {
 
 	mu     sync.RWMutex
 	order  *list.List               // oldest first; values are strings
-	index  map[string]*list.Element // value -> its element in order
+	index  map[string]*list.Element // value -> its element in order (nil for a pinned value)
 	bytes  int                      // total bytes of the values held
 	bucket map[uint64][]string      // first MinSecretLen bytes -> values, longest first
 	filter []uint32                 // counts of values per filter slot of their prefix
@@ -104,21 +104,54 @@ func (s *Secrets) Add(values ...string) {
 			continue
 		}
 		if e, ok := s.index[v]; ok {
-			s.order.MoveToBack(e)
+			if e != nil {
+				s.order.MoveToBack(e)
+			}
 			continue
 		}
-		v = strings.Clone(v) // never pin a larger string the value was cut from
+		v = strings.Clone(v) // never keep alive a larger string the value was cut from
 		s.index[v] = s.order.PushBack(v)
 		s.bytes += len(v)
-		k := prefixKey(v)
-		b := s.bucket[k]
-		i, _ := slices.BinarySearchFunc(b, v, byLenDesc)
-		s.bucket[k] = slices.Insert(b, i, v)
-		s.filter[slot(k)]++
+		s.insertLocked(v)
 		for s.order.Len() > s.max || (s.bytes > s.maxBytes && s.order.Len() > 1) {
 			s.removeLocked(s.order.Front().Value.(string))
 		}
 	}
+}
+
+// Pin records values as secrets that are never evicted (a process's own
+// API key, which a flood of other secrets must not push out). They count
+// against neither bound; [Secrets.Remove] forgets them. Values outside
+// [MinSecretLen, MaxSecretLen] are ignored.
+func (s *Secrets) Pin(values ...string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range values {
+		if len(v) < MinSecretLen || len(v) > MaxSecretLen {
+			continue
+		}
+		if e, ok := s.index[v]; ok {
+			if e == nil {
+				continue // already pinned
+			}
+			s.removeLocked(v)
+		}
+		v = strings.Clone(v)
+		s.index[v] = nil
+		s.insertLocked(v)
+	}
+}
+
+// insertLocked indexes v for Scrub; the caller holds s.mu for writing.
+func (s *Secrets) insertLocked(v string) {
+	k := prefixKey(v)
+	b := s.bucket[k]
+	i, _ := slices.BinarySearchFunc(b, v, byLenDesc)
+	s.bucket[k] = slices.Insert(b, i, v)
+	s.filter[slot(k)]++
 }
 
 // byLenDesc orders values longest first, then by content.
@@ -135,9 +168,11 @@ func (s *Secrets) removeLocked(v string) {
 	if !ok {
 		return
 	}
-	s.order.Remove(e)
+	if e != nil {
+		s.order.Remove(e)
+		s.bytes -= len(v)
+	}
 	delete(s.index, v)
-	s.bytes -= len(v)
 	k := prefixKey(v)
 	b := s.bucket[k]
 	if i, found := slices.BinarySearchFunc(b, v, byLenDesc); found {
@@ -173,7 +208,7 @@ func (s *Secrets) Len() int {
 	return len(s.index)
 }
 
-// Bytes returns the total bytes of the values held.
+// Bytes returns the total bytes of the values held, pinned ones aside.
 func (s *Secrets) Bytes() int {
 	if s == nil {
 		return 0
