@@ -149,9 +149,11 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 			_ = cleanup.undo()
 		}
 	}()
-	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("data directory: %w", err)}
+	lock, err := connector.LockDataDir(f.dataDir) // one process per --data
+	if err != nil {
+		return &exitError{code: 1, err: err}
 	}
+	defer lock.Close()
 	db, err := store.Open(ctx, "sqlite:"+filepath.Join(f.dataDir, hostDBFile), store.Options{DataDir: f.dataDir})
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("open store: %w", err)}

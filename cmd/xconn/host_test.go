@@ -73,6 +73,11 @@ func TestHostCommand(t *testing.T) {
 	if strings.Contains(out.String(), apiKey) || strings.Contains(out.String(), "s3cret-code") {
 		t.Fatal("a secret reached the packet log")
 	}
+	// A second host on the same data directory stops at once.
+	if code, _, errOut := xconn(t, "", "host", srv.URL, "--api-key", apiKey, "--data", hostDir); code != 1 ||
+		!regexp.MustCompile(`^xconn: data directory \S+ is in use by process \d+; [^\n]*\n$`).MatchString(errOut) {
+		t.Fatalf("second host on one directory: exit %d, stderr %q", code, errOut)
+	}
 	if code := stop(); code != 0 {
 		t.Fatalf("exit %d after Ctrl-C:\n%s", code, out.String())
 	}
