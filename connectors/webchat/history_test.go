@@ -85,3 +85,23 @@ func TestHistoryAndStatusOverHTTP(t *testing.T) {
 		t.Fatalf("after logout and a new sign-in the stream replayed %q: the history was not cleared", first.Text)
 	}
 }
+
+// TestStatusReplaced: a browser whose chat moved to another channel (it
+// signed in again by QR, for another channel) is told so on the stream of
+// the old one.
+func TestStatusReplaced(t *testing.T) {
+	s := newSystem(t, systemOptions{})
+	c := newBrowserClient(t)
+	first := signInByQR(t, s, c, "ida")
+	isStatus := func(e sseEvent) bool { return e.Type == webchat.EventStatus }
+	ev := openEvents(t, c, s.baseURL+"/webchat/api/events")
+	if st := decode[webchat.StatusEvent](t, ev.next(t, isStatus).Data); st.State != webchat.StateConnected {
+		t.Fatalf("first status %+v", st)
+	}
+	if second := signInByQR(t, s, c, "jo"); second == first {
+		t.Fatal("the second sign-in reused the channel")
+	}
+	if st := decode[webchat.StatusEvent](t, ev.next(t, isStatus).Data); st.State != webchat.StateReplaced || st.Detail == "" {
+		t.Fatalf("status of the old chat: %+v", st)
+	}
+}
