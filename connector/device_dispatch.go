@@ -2,6 +2,7 @@ package connector
 
 import (
 	"sync"
+	"time"
 
 	"github.com/xconn/xconn/protocol"
 )
@@ -45,6 +46,10 @@ const (
 	// MaxQueuedActs bounds the ToolAct calls running or waiting.
 	MaxQueuedActs = 16
 )
+
+// actRecordTimeout bounds storing an act's outcome after its socket
+// closed.
+const actRecordTimeout = 10 * time.Second
 
 func (m ToolMode) String() string {
 	switch m {

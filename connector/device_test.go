@@ -26,10 +26,12 @@ type phone struct {
 	overlap bool
 	gate    chan struct{} // when non-nil, control calls wait for it
 	entered chan string   // receives the label of each control call that starts
+	starts  int           // control calls started
 }
 
 func (p *phone) act(ctx context.Context, label string) error {
 	p.mu.Lock()
+	p.starts++
 	p.running++
 	if p.running > 1 {
 		p.overlap = true
@@ -399,5 +401,53 @@ func drainPushes(c *connectortest.Client) {
 		if _, err := c.NextMatch(ctx, func(env *protocol.Envelope) bool { return env.Type == protocol.TypeDescriptorPush }); err != nil {
 			return
 		}
+	}
+}
+
+// TestDeviceActSocketLost: the socket closes while a control call runs;
+// xAgent retries it with the same tool_call_id on a new socket and gets the
+// first outcome, without a second action.
+func TestDeviceActSocketLost(t *testing.T) {
+	p := &phone{gate: make(chan struct{}), entered: make(chan string, 8)}
+	_, base := startDevice(t, p)
+	c, ch := deviceChannel(t, base)
+	ctx := testCtx(t)
+	env, err := connectortest.Packet(protocol.TypeToolInvoke, ch, protocol.ToolInvokePayload{ToolID: "dev_tap",
+		Arguments: []byte(fmt.Sprintf(`{"connector_channel_id":%q,"label":"once"}`, ch)), Context: &protocol.ToolContext{ToolCallID: "lost-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.RequestID = "req-lost-1"
+	if err := c.Send(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-p.entered; got != "once" {
+		t.Fatalf("started %s", got)
+	}
+	c.Close() // the handler's context ends with its socket: the outcome is a timeout
+	c2, _, err := connectortest.Connect(ctx, base, devKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if _, err := c2.Open(ctx, ch); err != nil {
+		t.Fatal(err)
+	}
+	var first error
+	eventually(t, "the retry answered", func() bool {
+		_, first = c2.InvokeRaw(ctx, ch, "dev_tap", map[string]string{"label": "once"}, "lost-1")
+		return first == nil || !isCode(first, protocol.CodeConnectorChannelUnavailable)
+	})
+	for range 2 {
+		_, err := c2.InvokeRaw(ctx, ch, "dev_tap", map[string]string{"label": "once"}, "lost-1")
+		if protocol.CodeOf(err, "") != protocol.CodeOf(first, "") {
+			t.Fatalf("repeat: %v, first %v", err, first)
+		}
+	}
+	p.mu.Lock()
+	starts := p.starts
+	p.mu.Unlock()
+	if starts != 1 || first == nil {
+		t.Fatalf("the control call started %d times (first answer to the retry: %v); want once, its outcome replayed", starts, first)
 	}
 }

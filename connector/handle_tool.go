@@ -150,7 +150,13 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 		if perr != nil {
 			rec.Result, rec.ErrCode, rec.ErrMessage = nil, string(perr.Code), perr.Message
 		}
-		if err := s.opts.Store.PutToolCall(sess.ctx, rec); err != nil && !errors.Is(err, store.ErrConflict) {
+		sctx := sess.ctx
+		if act { // recorded even when the socket closed meanwhile: a retry must not act again
+			var cancel context.CancelFunc
+			sctx, cancel = context.WithTimeout(context.WithoutCancel(sess.ctx), actRecordTimeout)
+			defer cancel()
+		}
+		if err := s.opts.Store.PutToolCall(sctx, rec); err != nil && !errors.Is(err, store.ErrConflict) {
 			s.log.Warn("connector: store tool call record", "err", err)
 		}
 	}
