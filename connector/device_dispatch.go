@@ -27,7 +27,11 @@ const (
 	// ToolAct marks a tool with side effects on the target (a tap, a key
 	// press, an app launch). Its calls leave the channel's queue, so that
 	// observations are not held up behind a long action, and run one at
-	// a time per channel, in arrival order. An act tool is idempotent by
+	// a time per channel, in arrival order. (A call still running from a
+	// socket that closed may overlap the first call on the channel's new
+	// socket; a target that cannot take that is serialised by the
+	// connector's client too, as connectors/adb does.) An act tool is
+	// idempotent by
 	// (channel, tool_call_id) as SideEffect makes a tool, and more
 	// strictly: every outcome of its handler, failures and timeouts
 	// included, is recorded, and a repeated call with the same
