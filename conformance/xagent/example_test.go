@@ -65,7 +65,9 @@ func ExampleNewServer() {
 	rep := srv.Report()
 	fmt.Println(rep.Headline)
 	fmt.Println(rep.Summary(), "ok:", rep.OK())
+	fmt.Println("failed:", rep.Failed())
 	// Output:
 	// The script ran to its end.
 	// 24 passed, 0 failed, 5 skipped ok: true
+	// failed: []
 }
