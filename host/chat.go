@@ -324,18 +324,31 @@ func (h *Host) sendFinal(ctx context.Context, e delivery.Entry) error {
 	if err := s.send(ctx, env); err != nil {
 		return err
 	}
-	select {
-	case ackEnv := <-ch:
+	result := func(ackEnv *protocol.Envelope) error {
 		var ack protocol.ChatAckPayload
 		if err := ackEnv.DecodePayload(&ack); err != nil || ack.MessageID != e.MessageID || ackEnv.ConnectorChannelID != r.channelID {
 			return &protocol.Error{Code: protocol.CodeInvalidPacket, Message: "chat.message.ack does not match the message", Retryable: true}
 		}
 		return delivery.AckResult(ack)
+	}
+	select {
+	case ackEnv := <-ch:
+		return result(ackEnv)
 	case <-s.done:
-		return &protocol.Error{Code: CodeOffline, Message: "data plane closed before the ack", Retryable: true}
 	case <-ctx.Done():
+	}
+	// An ack read just before the connection closed (or the wait ended)
+	// was received: select picks at random among ready cases, and taking
+	// it as lost would send an accepted final again (IM v2 section 9).
+	select {
+	case ackEnv := <-ch:
+		return result(ackEnv)
+	default:
+	}
+	if ctx.Err() != nil {
 		return &protocol.Error{Code: CodeTimeout, Message: "no chat.message.ack in time", Retryable: true}
 	}
+	return &protocol.Error{Code: CodeOffline, Message: "data plane closed before the ack", Retryable: true}
 }
 
 func newReplyStream(h *Host, ucID string) *replyStream {
