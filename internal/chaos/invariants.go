@@ -101,6 +101,9 @@ func (c *Checker) Received(messageID, text string) {
 // Ack records a chat.message.ack the host sent for messageID: status
 // "accepted" or "duplicate" (others are ignored).
 func (c *Checker) Ack(messageID, status string) {
+	if status != "accepted" && status != "duplicate" {
+		return // a rejection may come before the post's 202 names the id
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	in, ok := c.byID[messageID]

@@ -71,6 +71,10 @@ func TestCheckerVerdicts(t *testing.T) {
 			"sent=0", true, ""},
 		{"maybe that arrived counts", []step{func(c *Checker) { c.Maybe("r", 1, "t1", false) }, recv(1), ack(1, "accepted"), final(1, "a", false)},
 			"sent=1 accepted=1 lost=0", true, ""},
+		{"a rejection before the 202 is ignored", []step{func(c *Checker) { c.Maybe("r", 1, textOf(1), false); c.Ack(idOf(1), "rejected") }, sent(1, false), recv(1), ack(1, "accepted"), final(1, "a", false)},
+			"sent=1 accepted=1 lost=0", true, ""},
+		{"an accept of an unknown id", []step{ack(1, "accepted")},
+			"sent=0", false, "unknown message"},
 		{"received but never sent", []step{recv(1)},
 			"sent=0", false, "nobody sent"},
 		{"tool once", []step{func(c *Checker) {
