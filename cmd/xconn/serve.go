@@ -38,6 +38,7 @@ func newServeCmd() *cobra.Command {
 	cmd.AddCommand(newServeWechatCmd())
 	cmd.AddCommand(newServeTelegramCmd())
 	cmd.AddCommand(newServeFeishuCmd())
+	cmd.AddCommand(newServeADBCmd())
 	return cmd
 }
 
@@ -157,6 +158,12 @@ type webchatRuntime struct {
 // f.storeDSN is empty. rt.serve (or demoServe's stop) releases the lock.
 func startWebchat(ctx context.Context, f webchatFlags, dbName string, log *slog.Logger) (*webchatRuntime, error) {
 	lock, err := connector.LockDataDir(f.dataDir)
+	if f.leaseTTL > 0 {
+		// Active and standby share --data and the store's lease decides
+		// who serves: a process that has just taken the lease waits for
+		// the one it replaced to let go of the directory.
+		lock, err = waitDataDirLock(ctx, f.dataDir, lock, err, f.leaseTTL+shutdownTimeout)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -314,4 +321,22 @@ func demoTrim(s string, n int) string {
 		return s
 	}
 	return string(r[:n]) + "…"
+}
+
+// waitDataDirLock retries LockDataDir every 100 ms while another process
+// holds dir, for at most wait (first is the first attempt's result).
+func waitDataDirLock(ctx context.Context, dir string, first *connector.DataDirLock, err error, wait time.Duration) (*connector.DataDirLock, error) {
+	deadline := time.Now().Add(wait)
+	var inUse *connector.DataDirInUseError
+	for errors.As(err, &inUse) && time.Now().Before(deadline) {
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		first, err = connector.LockDataDir(dir)
+	}
+	return first, err
 }
