@@ -29,7 +29,7 @@ func runGrouped(t *testing.T, db *DB, fins []*finishReq, inbs []*inboxReq, enqs 
 	}
 	// The committer's loop is idle (nothing else is submitted): run the
 	// batch on this goroutine, through the same code.
-	db.gc.run(batch)
+	db.gc.run(&gcState{}, batch)
 	errs := make([]error, len(batch))
 	for i, op := range batch {
 		errs[i] = <-op.done

@@ -37,7 +37,7 @@ type DB struct {
 	opts Options
 	// hot holds the statements of the delivery hot path (see hot.go).
 	hot hotStmts
-	// gc batches the hot write transactions on SQLite; nil on PostgreSQL.
+	// gc batches the hot write transactions (see groupcommit.go).
 	gc *committer
 	// cache is the writer's outbox channel cache on SQLite (see
 	// outbox_cache.go); nil on PostgreSQL.
@@ -102,10 +102,19 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	}
 	if db.dialect == dialectSQLite {
 		db.cache = newOutboxCache()
-		db.gc = newCommitter(db, opts.GroupCommitMax, opts.GroupCommitDelay)
 	}
+	workers := 1 // SQLite: one writer connection
+	if db.dialect == dialectPostgres {
+		workers = max(1, min(pgCommitWorkers, opts.MaxOpenConns/2))
+	}
+	db.gc = newCommitter(db, opts.GroupCommitMax, opts.GroupCommitDelay, workers)
 	return db, nil
 }
+
+// pgCommitWorkers is the number of PostgreSQL transactions the committer
+// runs at once (at most half of MaxOpenConns, so that reads get
+// connections too).
+const pgCommitWorkers = 4
 
 // walCheckpointPages is the WAL size, in pages, from which a commit
 // checkpoints (SQLite's default is 1,000). The delivery tables rewrite the

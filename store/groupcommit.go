@@ -1,23 +1,36 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/xconn/xconn/delivery"
 )
 
-// Group commit (SQLite). The hot write operations of the delivery engine
-// (outbox enqueue, finish and retry, inbox put) are handed to one committer
+// Group commit. The hot write operations of the delivery engine (outbox
+// enqueue, finish and retry, inbox put) are handed to one committer
 // goroutine that runs every operation waiting at that moment in one
 // transaction and commits once. A caller returns only after the COMMIT of
 // its batch returned, so what it was told is stored is in the WAL: with
-// synchronous=NORMAL a committed transaction survives a crash of the
-// process (SIGKILL included); only an operating system crash or power loss
-// can lose the last commits.
+// SQLite's synchronous=NORMAL a committed transaction survives a crash of
+// the process (SIGKILL included); only an operating system crash or power
+// loss can lose the last commits; PostgreSQL's commit is durable as the
+// server is configured (one WAL flush per batch instead of per operation).
+//
+// On PostgreSQL the advisory locks of a batch's enqueues (one per channel)
+// are held until its commit. Two processes whose batches take two such
+// locks in opposite orders deadlock; PostgreSQL aborts one transaction
+// and, as after any failed batch, its operations run again one
+// transaction each.
 //
 // While one commit runs the next operations queue up, so concurrent callers
 // share the cost of one commit. A lone caller never waits; after a batch of
@@ -49,9 +62,9 @@ type gcOp struct {
 	done chan error // capacity 1
 }
 
-// committer owns the goroutine that runs batched write transactions on
-// the single SQLite writer connection. Its methods are safe for concurrent
-// use.
+// committer owns the goroutines that run batched write transactions: one
+// on the single SQLite writer connection, a few on PostgreSQL. Its methods
+// are safe for concurrent use.
 type committer struct {
 	db      *DB
 	w       *sql.DB
@@ -67,27 +80,42 @@ type committer struct {
 	// free recycles operations (and their done channels) between calls.
 	free sync.Pool
 
-	// errs holds the results of the batch being run (loop goroutine only).
-	errs []error
+	// workers is the number of goroutines running batches: one on SQLite
+	// (one writer connection), a few on PostgreSQL, where a batch's
+	// statements are network round trips and concurrent transactions
+	// overlap them.
+	workers int
 
 	// batches and batched count the committed transactions and the operations
 	// in them (for benchmarks: batched/batches is the mean batch size);
 	// busy is the time spent running and committing them.
 	batches, batched atomic.Int64
 	busy             atomic.Int64 // nanoseconds
+}
 
-	// enqs, fins and inbs collect the grouped operations of the batch
-	// being run (loop goroutine only).
+// gcState is the scratch space of one worker of a committer.
+type gcState struct {
+	// errs holds the results of the batch being run.
+	errs []error
+	// enqs, fins and inbs collect the grouped operations of the batch.
 	enqs []*gcOp
 	fins []*gcOp
 	inbs []*gcOp
 }
 
-// newCommitter starts the committer goroutine; close stops it.
-func newCommitter(db *DB, maxOps int, delay time.Duration) *committer {
+// newCommitter starts the committer's workers goroutines; close stops
+// them.
+func newCommitter(db *DB, maxOps int, delay time.Duration, workers int) *committer {
 	c := &committer{db: db, w: db.w, maxOps: maxOps, delay: delay, ops: make(chan *gcOp, maxOps),
-		quit: make(chan struct{}), stopped: make(chan struct{})}
-	go c.loop()
+		quit: make(chan struct{}), stopped: make(chan struct{}), workers: max(workers, 1)}
+	var wg sync.WaitGroup
+	for range c.workers {
+		wg.Go(c.loop)
+	}
+	go func() {
+		wg.Wait()
+		close(c.stopped)
+	}()
 	return c
 }
 
@@ -145,7 +173,7 @@ func (c *committer) close() {
 }
 
 func (c *committer) loop() {
-	defer close(c.stopped)
+	st := &gcState{}
 	batch := make([]*gcOp, 0, c.maxOps)
 	last := 0 // size of the previous batch
 	timer := time.NewTimer(time.Hour)
@@ -172,7 +200,7 @@ func (c *committer) loop() {
 				if len(batch) == 0 {
 					return
 				}
-				c.run(batch)
+				c.run(st, batch)
 			}
 		}
 	fill:
@@ -200,7 +228,7 @@ func (c *committer) loop() {
 			timer.Stop()
 		}
 		last = len(batch)
-		c.run(batch)
+		c.run(st, batch)
 		clear(batch)
 	}
 }
@@ -211,19 +239,36 @@ func (c *committer) loop() {
 // the transaction is rolled back (so the failure leaves nothing behind)
 // and the others run again, one transaction each; operations reset their
 // results when they start, so a second run is safe.
-func (c *committer) run(batch []*gcOp) {
+func (c *committer) run(st *gcState, batch []*gcOp) {
 	start := time.Now()
 	defer func() { c.busy.Add(int64(time.Since(start))) }()
-	if len(batch) == 1 && batch[0].grp == nil {
+	grouped := c.db.dialect == dialectSQLite
+	if len(batch) == 1 && (batch[0].grp == nil || !grouped) {
 		batch[0].done <- c.runOne(batch[0])
 		return
 	}
-	errs := append(c.errs[:0], make([]error, len(batch))...)
-	c.errs = errs
+	if !grouped {
+		// PostgreSQL: the enqueues last, in the order of their advisory
+		// locks, so that concurrent batches take them in one order.
+		slices.SortStableFunc(batch, func(a, b *gcOp) int {
+			ka, kb := lockKey(a), lockKey(b)
+			switch {
+			case ka == nil && kb == nil:
+				return 0
+			case ka == nil:
+				return -1
+			case kb == nil:
+				return 1
+			}
+			return cmp.Or(cmp.Compare(ka.Queue, kb.Queue), cmp.Compare(ka.Channel, kb.Channel))
+		})
+	}
+	errs := append(st.errs[:0], make([]error, len(batch))...)
+	st.errs = errs
 	defer clear(errs)
 	var nEnq, nFin, nInb int
 	for _, op := range batch {
-		if g := op.grp; g != nil {
+		if g := op.grp; g != nil && grouped {
 			switch {
 			case g.enq != nil:
 				nEnq++
@@ -237,7 +282,9 @@ func (c *committer) run(batch []*gcOp) {
 	// Multi-row statements are prepared before the transaction takes the
 	// writer connection (once per size; see batch.go). When that fails,
 	// the groups fail and their operations run alone.
-	_ = c.db.prepareGroups(nEnq, nFin, nInb)
+	if grouped {
+		_ = c.db.prepareGroups(nEnq, nFin, nInb)
+	}
 	// The transaction and the statements of the batch are not cancelled by
 	// one caller's context: interrupting SQLite inside an explicit
 	// transaction may roll back all of it. Each caller's context is checked
@@ -254,7 +301,7 @@ func (c *committer) run(batch []*gcOp) {
 	if err := c.db.cache.check(context.Background(), tx); err != nil {
 		failed = len(batch) // none failed: every operation runs alone
 	}
-	enqs, fins, inbs := c.enqs[:0], c.fins[:0], c.inbs[:0]
+	enqs, fins, inbs := st.enqs[:0], st.fins[:0], st.inbs[:0]
 	for i, op := range batch {
 		if failed >= 0 {
 			break
@@ -262,7 +309,7 @@ func (c *committer) run(batch []*gcOp) {
 		if errs[i] = op.ctx.Err(); errs[i] != nil {
 			continue
 		}
-		if g := op.grp; g != nil {
+		if g := op.grp; g != nil && grouped {
 			switch {
 			case g.enq != nil:
 				enqs = append(enqs, op)
@@ -291,12 +338,16 @@ func (c *committer) run(batch []*gcOp) {
 	clear(enqs)
 	clear(fins)
 	clear(inbs)
-	c.enqs, c.fins, c.inbs = enqs[:0], fins[:0], inbs[:0]
+	st.enqs, st.fins, st.inbs = enqs[:0], fins[:0], inbs[:0]
 	if failed >= 0 {
 		tx.Rollback()
 		c.db.cache.reset() // it may hold changes that were rolled back
 		for i, op := range batch {
 			switch {
+			case i == failed && retryAlone(errs[i]):
+				// A conflict with another process's transaction
+				// (PostgreSQL: deadlock, serialization): alone it may pass.
+				op.done <- c.runOne(op)
 			case i == failed || errs[i] != nil && i < failed:
 				op.done <- errs[i]
 			default:
@@ -318,6 +369,23 @@ func (c *committer) run(batch []*gcOp) {
 	for i, op := range batch {
 		op.done <- errs[i]
 	}
+}
+
+// lockKey returns the entry of an enqueue (whose transaction takes the
+// channel's advisory lock on PostgreSQL), nil for other operations.
+func lockKey(op *gcOp) *delivery.Entry {
+	if op.grp == nil || op.grp.enq == nil {
+		return nil
+	}
+	return &op.grp.enq.e
+}
+
+// retryAlone reports whether err is a conflict between transactions that
+// running the operation again, in a transaction of its own, may resolve:
+// PostgreSQL's deadlock_detected (40P01) and serialization_failure (40001).
+func retryAlone(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }
 
 // runOne executes one operation in a transaction of its own.
@@ -367,10 +435,8 @@ func (db *DB) CommitStats() CommitStats {
 	return CommitStats{Commits: db.gc.batches.Load(), Ops: db.gc.batched.Load(), Busy: time.Duration(db.gc.busy.Load())}
 }
 
-// batch runs f in one write transaction: through the group committer on
-// SQLite, in a transaction of its own on PostgreSQL (whose advisory locks
-// must not be held across unrelated operations). On success f's effects
-// are committed.
+// batch runs f in one write transaction, through the group committer. On
+// success f's effects are committed.
 func (db *DB) batch(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error) error {
 	if db.gc == nil {
 		return db.tx(ctx, func(tx *sql.Tx) error { return f(ctx, tx) })

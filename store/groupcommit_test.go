@@ -69,7 +69,7 @@ func TestGroupCommitIsolatesAFailedOperation(t *testing.T) {
 	for _, op := range ops {
 		op.done = make(chan error, 1)
 	}
-	db.gc.run(ops)
+	db.gc.run(&gcState{}, ops)
 	for i, op := range ops {
 		err := <-op.done
 		var ok bool

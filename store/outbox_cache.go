@@ -80,6 +80,9 @@ func (c *outboxCache) forget(queue, channel string) {
 // drops the cache when another connection has committed since the last
 // check.
 func (c *outboxCache) check(ctx context.Context, tx *sql.Tx) error {
+	if c == nil {
+		return nil
+	}
 	var v int64
 	if err := tx.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
 		return fmt.Errorf("store: data_version: %w", err)

@@ -152,7 +152,7 @@ func commitMetrics(side string, a, b store.CommitStats, window time.Duration) []
 	return []Metric{
 		{Name: side + "_ops_per_commit", Value: round2(float64(b.Ops-a.Ops) / float64(commits)), Unit: "operations"},
 		{Name: side + "_commits", Value: round2(float64(commits) / window.Seconds()), Unit: "per s"},
-		{Name: side + "_committer_busy", Value: round2(100 * float64(b.Busy-a.Busy) / float64(window)), Unit: "%"},
+		{Name: side + "_committer_busy", Value: round2(100 * float64(b.Busy-a.Busy) / float64(window)), Unit: "% of the window (summed over its workers: 1 on SQLite, 4 on PostgreSQL)"},
 	}
 }
 
