@@ -52,15 +52,15 @@ func wsRequirements() []Requirement {
 		req("auth.not-open", "8.7", Must, CapNone, "auth.start on a channel that is not open is rejected"),
 		req("auth.unknown-session", "8.9", Should, CapNone, "auth.status for an unknown auth_session_id is rejected with code auth_session_not_found"),
 		req("auth.qr-start", "8.8", Must, CapHasQRFlow, "auth.start of a qr_login flow gets auth.start.ack with an auth_session_id, a valid status and QR material"),
-		req("auth.qr-refresh", "8.9", Must, CapHasQRFlow, "auth.status with refresh=true on a pending qr_login session gets auth.status.ack without an error, with a valid status and, while not signed in, QR material"),
-		req("auth.logout", "8.14", Must, CapHasAuthenticatedChannel, "auth.logout of the signed-in channel gets auth.logout.ack with status ok, after which the channel is not signed in: neither the ack's Descriptor nor connection.descriptor.get shows a signed-in status"),
+		req("auth.qr-refresh", "8.9", Should, CapHasQRFlow, "auth.status with refresh=true on a pending qr_login session gets auth.status.ack without an error, with a valid status and, while not signed in, QR material"),
+		req("auth.logout", "8.14", Should, CapHasAuthenticatedChannel, "auth.logout of the signed-in channel gets auth.logout.ack with status ok, after which the channel is not signed in: neither the ack's Descriptor nor connection.descriptor.get shows a signed-in status"),
 		req("auth.cancel", "8.12", Must, CapHasQRFlow, "auth.cancel of an unfinished session gets auth.cancel.ack with status canceled, ignored or not_found"),
 		req("auth.authenticated", "8.10", Must, CapAuthFlowSelected, "The selected auth flow reaches authenticated with a Descriptor whose status is signed in"),
 		req("tool.unknown", "8.18", Must, CapNone, "tool.invoke with a tool_id the Card lacks is rejected with an error"),
 		req("tool.unauthenticated", "8.18", Must, CapHasTools, "tool.invoke on a channel that is not signed in is rejected"),
 		req("tool.unauthenticated-code", "8.23", Should, CapHasTools, "That rejection has code connection_not_authenticated"),
 		req("tool.invoke", "8.19", Must, CapToolSelected, "tool.invoke of the selected tool (Options.Tool, --tool) with the given arguments on a signed-in channel gets tool.invoke.ack with the tool_id or an error code"),
-		req("tool.progress-push", "8.20", Must, CapToolSelected, "A tool.progress.push sent for the selected tool's invocation names its tool_id and channel and comes before its tool.invoke.ack, the terminal state"),
+		req("tool.progress-push", "8.20", Should, CapToolSelected, "A tool.progress.push sent for the selected tool's invocation names its tool_id and channel and comes before its tool.invoke.ack, the terminal state"),
 		req("tool.idempotency", "8.19", Must, CapSideEffectToolSelected, "The selected side-effecting tool (--invoke TOOL --args JSON) invoked again with the same tool_call_id and arguments returns the first result or refuses the repeat: it does not run again"),
 	}
 }
