@@ -3,6 +3,8 @@ package webchat
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/base32"
 	"errors"
 	"fmt"
 	"io"
@@ -155,7 +157,7 @@ func (c *Connector) sendTool(ctx context.Context, call *connector.Call, in SendI
 	if len(text) > DefaultMaxTextBytes {
 		return SendResult{}, protocol.Errorf(protocol.CodeInvalidArguments, "text longer than %d bytes", DefaultMaxTextBytes)
 	}
-	id := connector.NewID("wcm_")
+	id := toolMessageID(call.Channel.ID(), call.ToolCallID)
 	ev := MessageEvent{MessageID: id, From: "assistant", Text: text, CreatedAt: time.Now().UnixMilli()}
 	if f := in.File; f != nil {
 		ev.Files = []FileEvent{{Type: f.Type, Filename: f.Filename, MimeType: f.MimeType, Size: f.Size, URL: c.mediaURL(f.Ref)}}
@@ -164,4 +166,17 @@ func (c *Connector) sendTool(ctx context.Context, call *connector.Call, in SendI
 		return SendResult{}, err
 	}
 	return SendResult{Status: "sent", MessageID: id}, nil
+}
+
+// toolMessageID is the page message id of a webchat_message_send call: a
+// digest of the channel and the tool call id, so that a call executed
+// again (its result was lost to a crash before the SDK recorded it) shows
+// the same message, which the page and the history keep once. A call
+// without an id gets a random one.
+func toolMessageID(channel, toolCallID string) string {
+	if toolCallID == "" {
+		return connector.NewID("wcm_")
+	}
+	sum := sha256.Sum256([]byte(channel + "\x00" + toolCallID))
+	return "wcm_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:16]))
 }

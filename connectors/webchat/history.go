@@ -78,12 +78,19 @@ func (h *history) list(ctx context.Context, channel string) ([]event, error) {
 		ev event
 	}
 	msgs := make([]timed, 0, len(entries))
+	at := make(map[string]int, len(entries)) // message id -> index in msgs
 	for _, e := range entries {
 		var m MessageEvent
 		if json.Unmarshal(e.Data, &m) != nil || m.MessageID == "" {
 			continue
 		}
-		msgs = append(msgs, timed{at: m.CreatedAt, ev: event{typ: EventMessage, data: e.Data}})
+		t := timed{at: m.CreatedAt, ev: event{typ: EventMessage, data: e.Data}}
+		if i, ok := at[m.MessageID]; ok { // recorded again (a repeated tool call): once, as last recorded
+			msgs[i].ev = t.ev
+			continue
+		}
+		at[m.MessageID] = len(msgs)
+		msgs = append(msgs, t)
 	}
 	// Appends of a message and its answer may race (each is written after
 	// it is shown); the page shows them in the order they were written.
