@@ -2,6 +2,7 @@ package connector
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/xconn/xconn/delivery"
@@ -95,9 +96,17 @@ func (sess *session) rejectChat(env *protocol.Envelope, perr *protocol.Error) {
 // and no request_id (IM v2 section 7).
 func (sess *session) ackChat(env *protocol.Envelope, ack protocol.ChatAckPayload) {
 	ack.Message = sess.srv.secrets.Scrub(ack.Message)
+	sess.srv.metrics.chatAcks.WithLabelValues(ack.Status).Inc()
+	if env.RequestID == "" {
+		// The common case: encoded here by encoding/json, so the frame is
+		// written in one pass without a second check of the payload.
+		if payload, err := json.Marshal(ack); err == nil {
+			sess.replyTrusted(env, protocol.TypeChatMessageAck, payload)
+			return
+		}
+	}
 	out := env.Reply(protocol.TypeChatMessageAck)
 	out.RequestID = ""
-	sess.srv.metrics.chatAcks.WithLabelValues(ack.Status).Inc()
 	sess.replyEnv(out, ack)
 }
 

@@ -321,7 +321,9 @@ func (h *Host) sendFinal(ctx context.Context, e delivery.Entry) error {
 		delete(s.chatAcks, env.PacketID)
 		s.mu.Unlock()
 	}()
-	if err := s.send(ctx, env); err != nil {
+	// The payload is the outbox's, encoded by Final with encoding/json:
+	// the frame is written in one pass, without checking it once more.
+	if err := s.sendRequest(ctx, env); err != nil {
 		return err
 	}
 	result := func(ackEnv *protocol.Envelope) error {
