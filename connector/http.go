@@ -41,6 +41,9 @@ func (s *Server) checkAPIKey(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if subtle.ConstantTimeCompare([]byte(token), []byte(s.opts.APIKey)) != 1 {
+		// A security event, logged without the presented key and rate
+		// limited so a scanner cannot flood the log.
+		s.logLimited("api_key_rejected", "system API key rejected", "remote", r.RemoteAddr, "path", r.URL.Path)
 		writeJSONError(w, http.StatusForbidden, "forbidden", "system API key rejected")
 		return false
 	}
