@@ -388,10 +388,16 @@ func (r *chaosRun) run(ctx context.Context) (chaos.Result, error) {
 		go func() { defer bg.Done(); r.watchExpired(bctx, obs) }()
 	}
 
+	tf, err := os.OpenFile(filepath.Join(r.work, "browsers.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return chaos.Result{}, err
+	}
+	defer tf.Close()
+	trace := &lockedWriter{w: tf}
 	sendCtx, stopSend := context.WithCancel(bctx)
 	var senders sync.WaitGroup
 	for _, room := range rooms {
-		b := newChaosBrowser("http://"+r.web.Addr(), room, r.code, r.nonce, r.scan, r.chk)
+		b := newChaosBrowser("http://"+r.web.Addr(), room, r.code, r.nonce, r.scan, r.chk, trace)
 		if err := b.enter(ctx); err != nil {
 			stopSend()
 			return chaos.Result{}, err
@@ -513,7 +519,7 @@ func (r *chaosRun) hostProc() *chaosProc {
 		rooms[i] = fmt.Sprintf("chaos-%s-%d", r.nonce, i+1)
 	}
 	args := []string{"chaos", "host-child", "http://" + r.proxy.Addr(), "--data", filepath.Join(r.work, "host"),
-		"--journal", filepath.Join(r.work, "journal.jsonl"), "--rooms", strings.Join(rooms, ","), "--tool-every", r.f.toolEvery.String()}
+		"--journal", filepath.Join(r.work, "journal.jsonl"), "--rooms", strings.Join(rooms, ","), "--tool-every", r.f.toolEvery.String(), "--pause-file", r.pauseFile()}
 	return newChaosProc("host", r.exe, args, []string{"XCONN_API_KEY=" + r.apiKey, envChaosAccessCode + "=" + r.code},
 		filepath.Join(r.work, "host.log"), r.scan)
 }
@@ -576,6 +582,9 @@ func (r *chaosRun) waitReady(ctx context.Context, rooms []string, d time.Duratio
 	}
 	return false
 }
+
+// pauseFile is the file whose existence pauses the host's tool calls.
+func (r *chaosRun) pauseFile() string { return filepath.Join(r.work, "pause") }
 
 // stopAll ends every child (SIGTERM, then SIGKILL after 15 s).
 func (r *chaosRun) stopAll() {

@@ -36,12 +36,13 @@ type chaosBrowser struct {
 	slowUntil atomic.Int64 // unix nanos: read the event stream slowly until then
 	posted    atomic.Int64
 	checked   map[string]bool // reply ids whose file was fetched (events goroutine only)
+	trace     io.Writer       // one line per stream (re)connect and assistant message, for a kept run
 }
 
-func newChaosBrowser(web, room, code, run string, scan *chaos.Scanner, chk *chaos.Checker) *chaosBrowser {
+func newChaosBrowser(web, room, code, run string, scan *chaos.Scanner, chk *chaos.Checker, trace io.Writer) *chaosBrowser {
 	jar, _ := cookiejar.New(nil)
 	return &chaosBrowser{web: web, room: room, code: code, run: run, scan: scan, chk: chk,
-		hc: &http.Client{Jar: jar, Timeout: 30 * time.Second}, checked: map[string]bool{}}
+		hc: &http.Client{Jar: jar, Timeout: 30 * time.Second}, checked: map[string]bool{}, trace: trace}
 }
 
 // read returns a response body (at most 1 MiB), scanned for canaries.
@@ -204,6 +205,8 @@ func (b *chaosBrowser) stream(ctx context.Context) error {
 		b.read("events", resp)
 		return fmt.Errorf("events: status %d", resp.StatusCode)
 	}
+	b.tracef("stream open")
+	defer b.tracef("stream closed")
 	sc := bufio.NewScanner(io.TeeReader(resp.Body, b.scan.Stream("browser "+b.room+" events")))
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	var ev sseEvent
@@ -243,6 +246,7 @@ func (b *chaosBrowser) observe(ctx context.Context, ev sseEvent) {
 	if json.Unmarshal(ev.data, &m) != nil || m.From != "assistant" {
 		return
 	}
+	b.tracef("message %s %q", m.MessageID, m.Text)
 	switch {
 	case strings.HasPrefix(m.Text, "You said: "):
 		replyTo := strings.TrimPrefix(m.Text, "You said: ")
@@ -297,4 +301,9 @@ func (b *chaosBrowser) checkFile(ctx context.Context, replyID, ref, want string)
 		}
 	}
 	b.chk.Problem("reply %s: its file could not be fetched (%s)", replyID, last)
+}
+
+// tracef writes one line of the browser's trace.
+func (b *chaosBrowser) tracef(format string, args ...any) {
+	fmt.Fprintf(b.trace, "%s %s "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05.000"), b.room}, args...)...)
 }

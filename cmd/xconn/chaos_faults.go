@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -100,7 +101,11 @@ func (r *chaosRun) inject(ctx context.Context, fault chaos.Fault) {
 // then samples every child. It reports whether quiescence was reached.
 func (r *chaosRun) quiesce(ctx context.Context, obs *store.DB, final bool) bool {
 	r.paused.Store(true)
-	defer r.paused.Store(false)
+	_ = os.WriteFile(r.pauseFile(), nil, 0o600)
+	defer func() {
+		_ = os.Remove(r.pauseFile())
+		r.paused.Store(false)
+	}()
 	limit := 60 * time.Second
 	if final {
 		limit = chaosDrainTimeout

@@ -44,6 +44,7 @@ type chaosRecord struct {
 	Room   string `json:"room,omitempty"`
 	Addr   string `json:"addr,omitempty"` // metrics: host:port of /metrics
 	PID    int    `json:"pid,omitempty"`
+	At     int64  `json:"t,omitempty"` // unix milliseconds, for reading a kept run
 }
 
 // chaosJournal appends records to a file, one write per line so that a
@@ -54,6 +55,7 @@ type chaosJournal struct {
 }
 
 func (j *chaosJournal) add(r chaosRecord) {
+	r.At = time.Now().UnixMilli()
 	b, _ := json.Marshal(r)
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -89,6 +91,7 @@ type chaosHostFlags struct {
 	rooms          []string
 	toolEvery      time.Duration
 	newConnectorID bool
+	pauseFile      string
 }
 
 // newChaosHostCmd is the hidden host child of "xconn chaos": an embedded
@@ -117,6 +120,7 @@ func newChaosHostCmd() *cobra.Command {
 	fs.StringSliceVar(&f.rooms, "rooms", nil, "web chat rooms to sign in to")
 	fs.DurationVar(&f.toolEvery, "tool-every", 2*time.Second, "pause between tool calls per room (0: none)")
 	fs.BoolVar(&f.newConnectorID, "new-connector-id", false, "forget the stored connector_id before connecting")
+	fs.StringVar(&f.pauseFile, "pause-file", "", "make no new tool call while this file exists")
 	return cmd
 }
 
@@ -269,7 +273,7 @@ func runChaosHost(ctx context.Context, baseURL string, f chaosHostFlags) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			chaosTools(ctx, h, j, chans[room], room, mine, next[room], f.toolEvery)
+			chaosTools(ctx, h, j, chans[room], room, mine, next[room], f.toolEvery, f.pauseFile)
 		}()
 	}
 	wg.Wait()
@@ -314,7 +318,7 @@ func chaosSignIn(ctx context.Context, h *host.Host, cardID, room, code string) (
 
 // chaosTools makes webchat_message_send calls on one room until ctx ends:
 // retry first (each id until it has a result), then new ids from next.
-func chaosTools(ctx context.Context, h *host.Host, j *chaosJournal, uc store.UserChannel, room string, retry []string, next int, every time.Duration) {
+func chaosTools(ctx context.Context, h *host.Host, j *chaosJournal, uc store.UserChannel, room string, retry []string, next int, every time.Duration, pauseFile string) {
 	call := func(id string) bool {
 		for {
 			args, _ := json.Marshal(map[string]string{"connector_channel_id": uc.ChannelID, "text": "tool " + id})
@@ -341,6 +345,11 @@ func chaosTools(ctx context.Context, h *host.Host, j *chaosJournal, uc store.Use
 	for n := next; ; n++ {
 		if !sleepCtx(ctx, every) {
 			return
+		}
+		for pauseFile != "" && fileExists(pauseFile) { // the driver waits for quiescence
+			if !sleepCtx(ctx, 100*time.Millisecond) {
+				return
+			}
 		}
 		id := fmt.Sprintf("tc-%s-%d", room, n)
 		j.add(chaosRecord{Kind: "tool-start", Call: id, Room: room})
@@ -405,4 +414,10 @@ func (a *chaosAgent) HandleMessage(ctx context.Context, msg *host.UserMessage, r
 	a.j.add(chaosRecord{Kind: "answered", ID: msg.MessageID})
 	_ = reply.Activity(ctx, protocol.ActivityIdle, "")
 	return nil
+}
+
+// fileExists reports whether path exists.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
