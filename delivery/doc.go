@@ -41,8 +41,10 @@
 // stays the only source of truth: the delivery loop holds in memory only
 // which channels are in flight or wait for a worker, learns of new work
 // from Enqueue (a new channel head is handed over without a read) and from
-// its workers (with [OutboxFinishNextStorage] the next head of a channel
-// is read in the transaction that records the previous outcome), and reads
+// its workers (with [OutboxAfterStorage] the next entry of a channel is
+// read and sent while the previous outcome is recorded in the background;
+// with [OutboxFinishNextStorage] it is read in the transaction that records
+// the previous outcome), and reads
 // the due heads of every channel only at start, on [Outbox.Wake] and when
 // a retry falls due.
 package delivery

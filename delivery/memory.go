@@ -148,6 +148,18 @@ func (m *MemoryStorage) OutboxHead(_ context.Context, queue, channel string) (En
 	return list[0], true, nil
 }
 
+// OutboxAfter implements [OutboxAfterStorage].
+func (m *MemoryStorage) OutboxAfter(_ context.Context, queue, channel string, seq int64) (Entry, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range m.pending[memKey{queue, channel}] { // ordered by Seq
+		if e.Seq > seq {
+			return e, true, nil
+		}
+	}
+	return Entry{}, false, nil
+}
+
 // OutboxNextAttempt implements [OutboxStorage].
 func (m *MemoryStorage) OutboxNextAttempt(_ context.Context, queue string, after time.Time) (time.Time, bool, error) {
 	m.mu.Lock()
@@ -414,4 +426,5 @@ var (
 	_ Storage                 = (*MemoryStorage)(nil)
 	_ OutboxHeadStorage       = (*MemoryStorage)(nil)
 	_ OutboxFinishNextStorage = (*MemoryStorage)(nil)
+	_ OutboxAfterStorage      = (*MemoryStorage)(nil)
 )

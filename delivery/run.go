@@ -73,6 +73,10 @@ type workDone struct {
 	again bool
 	// retryAt, when set, is when the channel's head becomes due.
 	retryAt time.Time
+	// rescan: the worker could not read its channel's head (the storage
+	// has no OutboxHeadStorage); Run reads the due heads once it has
+	// taken this report, when the channel is no longer in flight.
+	rescan bool
 }
 
 // chanState is Run's record of a channel that is in flight or waits for a
@@ -264,6 +268,9 @@ func (l *runLoop) finished(d workDone) {
 	if !d.retryAt.IsZero() {
 		l.planScan(d.retryAt)
 	}
+	if d.rescan {
+		l.scan = true
+	}
 	switch {
 	case d.hasNext && l.more:
 		// Channels beyond the last read of due heads wait: read again
@@ -326,10 +333,64 @@ func (l *runLoop) readDue() {
 // from storage) and goes on with the channel's next due entries (at most
 // maxRun in all) while each one reaches a terminal outcome. Run keeps the
 // channel marked in flight meanwhile, so one channel never has two sends
-// at once and its order holds. With [OutboxFinishNextStorage] the next
-// entry comes with the outcome's transaction, without a read of its own.
+// at once and its order holds. With [OutboxAfterStorage] the outcome of a
+// delivered entry is recorded in the background while the next entry,
+// read on its own, is sent: the receiver's ack is all a message waits for
+// (a crash before the outcome is stored only sends the entry again, and
+// the receiver answers duplicate). Otherwise, with
+// [OutboxFinishNextStorage], the next entry comes with the outcome's
+// transaction. The worker returns only after every outcome it started is
+// stored.
 func (o *Outbox) deliverChannel(ctx context.Context, channel string, h Entry, have bool) workDone {
+	bg := &bgFinish{sem: make(chan struct{}, maxBackground)}
+	d := o.deliverLoop(ctx, channel, h, have, bg)
+	bg.wg.Wait()
+	if bg.gone {
+		d.again = true
+	}
+	if !bg.retryAt.IsZero() && (d.retryAt.IsZero() || bg.retryAt.Before(d.retryAt)) {
+		d.retryAt = bg.retryAt
+	}
+	return d
+}
+
+// maxBackground bounds the outcomes one worker records in the background
+// at once.
+const maxBackground = 8
+
+// bgFinish tracks the outcomes a worker records in the background.
+type bgFinish struct {
+	sem chan struct{}
+	wg  sync.WaitGroup
+
+	mu      sync.Mutex
+	gone    bool      // an entry was no longer pending
+	retryAt time.Time // an outcome was not stored: the entry is due again then
+}
+
+// finish records oc of h in a goroutine of its own.
+func (b *bgFinish) finish(ctx context.Context, o *Outbox, h Entry, oc Outcome, now time.Time) {
+	b.sem <- struct{}{}
+	b.wg.Go(func() {
+		defer func() { <-b.sem }()
+		r := o.finishWait(ctx, h, oc, now)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch {
+		case !r.retryAt.IsZero():
+			if b.retryAt.IsZero() || r.retryAt.Before(b.retryAt) {
+				b.retryAt = r.retryAt
+			}
+		case r.gone:
+			b.gone = true
+		}
+	})
+}
+
+func (o *Outbox) deliverLoop(ctx context.Context, channel string, h Entry, have bool, bg *bgFinish) workDone {
 	d := workDone{channel: channel}
+	_, hasHead := o.opts.Storage.(OutboxHeadStorage)
+	d.rescan = !hasHead
 	if !have {
 		var err error
 		if h, have, err = o.head(ctx, channel); err != nil || !have {
@@ -340,6 +401,7 @@ func (o *Outbox) deliverChannel(ctx context.Context, channel string, h Entry, ha
 			return d
 		}
 	}
+	after, pipelined := o.opts.Storage.(OutboxAfterStorage)
 	for i := 1; ; i++ {
 		now := o.clock.Now()
 		if h.NextAttempt.After(now) {
@@ -351,6 +413,17 @@ func (o *Outbox) deliverChannel(ctx context.Context, channel string, h Entry, ha
 			r = o.finishWait(ctx, h, Outcome{Kind: OutcomeExpired, Message: "expired before delivery"}, now)
 		} else if oc, retryAt := o.send(ctx, h); !retryAt.IsZero() {
 			r = attemptResult{retryAt: retryAt}
+		} else if pipelined && oc.Kind == OutcomeDelivered {
+			bg.finish(ctx, o, h, oc, o.clock.Now())
+			next, ok, err := after.OutboxAfter(ctx, h.Queue, channel, h.Seq)
+			if err != nil {
+				if ctx.Err() == nil {
+					o.setLastError("read next entry: " + err.Error())
+					d.retryAt = o.clock.Now().Add(o.opts.Backoff.Base)
+				}
+				return d
+			}
+			r = attemptResult{known: true, next: next, hasNext: ok}
 		} else {
 			r = o.finishWait(ctx, h, oc, o.clock.Now())
 		}
@@ -384,7 +457,9 @@ func (o *Outbox) deliverChannel(ctx context.Context, channel string, h Entry, ha
 }
 
 // head reads a channel's head. Without [OutboxHeadStorage] it asks Run
-// to read every due head and reports none.
+// to read every due head and reports none (and the worker's report asks
+// again, see workDone.rescan: the channel is still in flight while the
+// worker runs, so a read of the due heads done meanwhile skips it).
 func (o *Outbox) head(ctx context.Context, channel string) (Entry, bool, error) {
 	hs, ok := o.opts.Storage.(OutboxHeadStorage)
 	if !ok {

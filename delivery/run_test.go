@@ -31,6 +31,76 @@ func (h headOnly) OutboxHead(ctx context.Context, queue, channel string) (delive
 	return h.heads.OutboxHead(ctx, queue, channel)
 }
 
+// finishNext reads heads and finishes with the next head, but cannot read
+// the entry after another (no pipelined outcomes).
+type finishNext struct {
+	headOnly
+	fn delivery.OutboxFinishNextStorage
+}
+
+func (f finishNext) OutboxFinishNext(ctx context.Context, o delivery.Outcome) (bool, delivery.Entry, bool, error) {
+	return f.fn.OutboxFinishNext(ctx, o)
+}
+
+// slowFinish is a MemoryStorage whose outcomes are stored only once
+// released: it shows whether a worker waits for them.
+type slowFinish struct {
+	*delivery.MemoryStorage
+	release chan struct{}
+}
+
+func (s slowFinish) OutboxFinish(ctx context.Context, o delivery.Outcome) (bool, error) {
+	<-s.release
+	return s.MemoryStorage.OutboxFinish(ctx, o)
+}
+
+func (s slowFinish) OutboxFinishNext(ctx context.Context, o delivery.Outcome) (bool, delivery.Entry, bool, error) {
+	<-s.release
+	return s.MemoryStorage.OutboxFinishNext(ctx, o)
+}
+
+// With OutboxAfterStorage a worker sends a channel's next entry as soon as
+// the previous one is acked, while its outcome is still being stored; it
+// hands the channel back only once every outcome is stored, each entry
+// sent once, in order.
+func TestOutboxPipelinesOutcomes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := slowFinish{delivery.NewMemoryStorage(0), make(chan struct{})}
+		r := &recorder{}
+		var delivered []string
+		var mu sync.Mutex
+		ob := newOutbox(t, st, r, func(o *delivery.OutboxOptions) {
+			o.OnOutcome = func(oc delivery.Outcome) {
+				mu.Lock()
+				delivered = append(delivered, oc.MessageID)
+				mu.Unlock()
+			}
+		})
+		for _, id := range []string{"m1", "m2", "m3"} {
+			enqueue(t, ob, "A", id)
+		}
+		startOutbox(t, ob)
+		synctest.Wait()
+		if got := r.attempts(); !slices.Equal(got, []string{"A/m1", "A/m2", "A/m3"}) {
+			t.Fatalf("sent before any outcome was stored: %v, want m1, m2, m3", got)
+		}
+		mu.Lock()
+		n := len(delivered)
+		mu.Unlock()
+		if n != 0 {
+			t.Fatalf("%d outcomes recorded while storage held them", n)
+		}
+		close(st.release)
+		synctest.Wait()
+		if s := stats(t, ob); s.Pending != 0 || s.Deliveries != 3 {
+			t.Fatalf("after the outcomes were stored: %+v", s)
+		}
+		if got := r.attempts(); len(got) != 3 {
+			t.Fatalf("attempts %v, want each entry once", got)
+		}
+	})
+}
+
 // storages lists the storage shapes the loop must serve alike.
 func storages() []struct {
 	name string
@@ -46,6 +116,10 @@ func storages() []struct {
 			return headOnly{OutboxStorage: m, heads: m}
 		}},
 		{"base-only", func() delivery.OutboxStorage { return baseOnly{delivery.NewMemoryStorage(0)} }},
+		{"finish-next", func() delivery.OutboxStorage {
+			m := delivery.NewMemoryStorage(0)
+			return finishNext{headOnly: headOnly{OutboxStorage: m, heads: m}, fn: m}
+		}},
 	}
 }
 

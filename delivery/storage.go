@@ -79,6 +79,18 @@ type OutboxFinishNextStorage interface {
 	OutboxFinishNext(ctx context.Context, o Outcome) (ok bool, next Entry, hasNext bool, err error)
 }
 
+// OutboxAfterStorage is an optional extension of [OutboxStorage]: a
+// storage that reads the entry following a given one in its channel lets a
+// delivery worker send that entry as soon as the previous one is acked,
+// while the previous one's outcome is still being recorded (one commit
+// less in each message's round trip). *store.DB and *MemoryStorage
+// implement it.
+type OutboxAfterStorage interface {
+	// OutboxAfter returns the pending entry of the channel with the lowest
+	// Seq above seq; ok is false when there is none.
+	OutboxAfter(ctx context.Context, queue, channel string, seq int64) (e Entry, ok bool, err error)
+}
+
 // InboxRecord is the receiver's record that one message_id was completed:
 // every side effect done, the ack sent or about to be sent.
 type InboxRecord struct {

@@ -27,7 +27,7 @@ type hotStmts struct {
 	inInsertMany, inCountMany                                                           hotStmt
 	inInsert, inLookup, inCountUp, inCountSub, inTrim                                   hotStmt
 	// readers
-	rDue, rNext, rHead, rPending, rOutcome, rInbox hotStmt
+	rDue, rNext, rHead, rAfter, rPending, rOutcome, rInbox hotStmt
 }
 
 const (
@@ -90,6 +90,8 @@ const (
 	// entries in the key's index (SQLite keeps the rowid, seq, in it),
 	// then that one row.
 	sqlHead = `SELECT ` + outboxCols + ` FROM outbox WHERE seq = (SELECT MIN(seq) FROM outbox WHERE queue = ? AND channel = ?)`
+	// sqlAfter reads the entry that follows seq in its channel.
+	sqlAfter = `SELECT ` + outboxCols + ` FROM outbox WHERE seq = (SELECT MIN(seq) FROM outbox WHERE queue = ? AND channel = ? AND seq > ?)`
 )
 
 // prepareHot fills db.hot: the texts always, the prepared statements on
@@ -106,7 +108,7 @@ func (db *DB) prepareHot(ctx context.Context) error {
 		{&h.obDelete, db.w, sqlObDelete}, {&h.ocUpsert, db.w, sqlOcUpsert},
 		{&h.obRetry, db.w, sqlObRetry}, {&h.inInsert, db.w, sqlInInsert}, {&h.inLookup, db.w, sqlInLookup},
 		{&h.inCountUp, db.w, sqlInCountUp}, {&h.inCountSub, db.w, sqlInCountSub}, {&h.inTrim, db.w, sqlInTrim}, {&h.obHead, db.w, sqlHead}, {&h.obResched, db.w, sqlResched},
-		{&h.rDue, db.r, sqlDue}, {&h.rNext, db.r, sqlNext}, {&h.rHead, db.r, sqlHead}, {&h.rPending, db.r, sqlPending},
+		{&h.rDue, db.r, sqlDue}, {&h.rNext, db.r, sqlNext}, {&h.rHead, db.r, sqlHead}, {&h.rAfter, db.r, sqlAfter}, {&h.rPending, db.r, sqlPending},
 		{&h.rOutcome, db.r, sqlOcLookup}, {&h.rInbox, db.r, sqlInGet},
 	}
 	for _, p := range list {
@@ -133,7 +135,7 @@ func (db *DB) prepareHot(ctx context.Context) error {
 func (db *DB) closeHot() {
 	h := &db.hot
 	for _, s := range []*hotStmt{&h.obLookup, &h.ocLookup, &h.obProbe, &h.obInsert, &h.obNew, &h.obChanInfo, &h.obDelete, &h.ocUpsert,
-		&h.obRetry, &h.inInsert, &h.inLookup, &h.inCountUp, &h.inCountSub, &h.inTrim, &h.obHead, &h.obResched, &h.rDue, &h.rNext, &h.rHead, &h.rPending, &h.rOutcome, &h.rInbox} {
+		&h.obRetry, &h.inInsert, &h.inLookup, &h.inCountUp, &h.inCountSub, &h.inTrim, &h.obHead, &h.obResched, &h.rDue, &h.rNext, &h.rHead, &h.rAfter, &h.rPending, &h.rOutcome, &h.rInbox} {
 		if s.st != nil {
 			s.st.Close()
 			s.st = nil

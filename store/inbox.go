@@ -157,4 +157,5 @@ var (
 
 	_ delivery.OutboxHeadStorage       = (*DB)(nil)
 	_ delivery.OutboxFinishNextStorage = (*DB)(nil)
+	_ delivery.OutboxAfterStorage      = (*DB)(nil)
 )

@@ -226,6 +226,23 @@ func (db *DB) OutboxHead(ctx context.Context, queue, channel string) (delivery.E
 	return e, true, nil
 }
 
+// OutboxAfter implements delivery.OutboxAfterStorage: the entry following
+// seq in its channel (on SQLite read from the key index's entries of the
+// channel, which hold seq as rowid).
+func (db *DB) OutboxAfter(ctx context.Context, queue, channel string, seq int64) (delivery.Entry, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return delivery.Entry{}, false, err
+	}
+	e, err := scanEntry(rRow(pointRead(ctx), db.r, &db.hot.rAfter, queue, channel, seq))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return delivery.Entry{}, false, nil
+	case err != nil:
+		return delivery.Entry{}, false, fmt.Errorf("store: outbox after: %w", err)
+	}
+	return e, true, nil
+}
+
 // OutboxNextAttempt implements delivery.OutboxStorage.
 func (db *DB) OutboxNextAttempt(ctx context.Context, queue string, after time.Time) (time.Time, bool, error) {
 	var next sql.NullInt64

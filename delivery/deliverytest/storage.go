@@ -32,6 +32,7 @@ func TestStorage(t *testing.T, open func(t *testing.T) delivery.Storage) {
 		{"HeadsAndRetry", testHeadsAndRetry},
 		{"FinishAndDone", testFinishAndDone},
 		{"FinishNextAndHead", testFinishNextAndHead},
+		{"After", testAfter},
 		{"CapacityEviction", testCapacityEviction},
 		{"ExpiryAtEnqueue", testExpiryAtEnqueue},
 		{"ExpireSweep", testExpireSweep},
@@ -224,6 +225,45 @@ func testFinishNextAndHead(t *testing.T, s delivery.Storage) {
 }
 
 // must3 is must for three results.
+// testAfter checks OutboxAfter (when the storage has it): the entry
+// following a seq in its channel, whether or not the entry at that seq is
+// still pending, and none after the last.
+func testAfter(t *testing.T, s delivery.Storage) {
+	as, ok := s.(delivery.OutboxAfterStorage)
+	if !ok {
+		t.Skip("the storage does not implement OutboxAfterStorage")
+	}
+	ctx := context.Background()
+	var seqs []int64
+	for i := range 3 {
+		r := must(s.OutboxEnqueue(ctx, entry("q", "c", "m"+string(rune('0'+i)), t0, time.Hour), 0, t0))(t)
+		seqs = append(seqs, r.Entry.Seq)
+	}
+	must(s.OutboxEnqueue(ctx, entry("q", "other", "x", t0, time.Hour), 0, t0))(t)
+	e, ok := must2e(as.OutboxAfter(ctx, "q", "c", seqs[0]))(t)
+	if !ok || e.MessageID != "m1" || string(e.Payload) != "payload-m1" || !e.ExpiresAt.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("after m0 = %+v %v, want m1", e, ok)
+	}
+	// The entry before may already be finished.
+	must(s.OutboxFinish(ctx, delivery.Outcome{Queue: "q", Channel: "c", MessageID: "m1", Kind: delivery.OutcomeDelivered, At: t0}))(t)
+	if e, ok := must2e(as.OutboxAfter(ctx, "q", "c", seqs[0]))(t); !ok || e.MessageID != "m2" {
+		t.Fatalf("after m0 once m1 is done = %+v %v, want m2", e, ok)
+	}
+	if e, ok := must2e(as.OutboxAfter(ctx, "q", "c", seqs[2]))(t); ok {
+		t.Fatalf("after the last entry = %+v, want none", e)
+	}
+}
+
+func must2e(e delivery.Entry, ok bool, err error) func(t *testing.T) (delivery.Entry, bool) {
+	return func(t *testing.T) (delivery.Entry, bool) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, ok
+	}
+}
+
 func must3[A, B, C any](a A, b B, c C, err error) func(t *testing.T) (A, B, C) {
 	return func(t *testing.T) (A, B, C) {
 		t.Helper()
