@@ -145,7 +145,7 @@ error.`,
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", chaosDefaultLeaseTTL, "the connectors' --lease-ttl with --store postgres://...")
 	fs.DurationVar(&f.minFault, "min-gap", 2*time.Second, "shortest pause between two faults")
 	fs.DurationVar(&f.maxFault, "max-gap", 8*time.Second, "longest pause between two faults")
-	fs.BoolVar(&f.keep, "keep", false, "keep the work directory (and the PostgreSQL schema)")
+	fs.BoolVar(&f.keep, "keep", false, "keep the work directory (the children's logs, the host's journal.jsonl, the browsers' browsers.log; kept anyway when an invariant broke) and the PostgreSQL schema")
 	fs.StringSliceVar(&f.faults, "faults", nil, "inject only these faults (default all): kill-connector, kill-host, drop, stall, half-close, new-connector-id, slow-consumer, host-outage")
 	cmd.AddCommand(newChaosHostCmd())
 	return cmd
