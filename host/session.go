@@ -311,6 +311,18 @@ func (s *session) onFrame(env *protocol.Envelope, _ []byte, err error) {
 	default:
 		s.takePushSeq(env)
 		s.rt.h.log.Warn("host: inbound queue full; packet dropped", "card_id", s.rt.cardID, "type", env.Type)
+		if env.Type == protocol.TypeChatMessage {
+			// A dropped chat.message would keep its sender waiting for
+			// the ack until its ack timeout: reject it now, retryable,
+			// so that it comes again after the sender's backoff.
+			var p struct {
+				MessageID string `json:"message_id"`
+			}
+			if env.DecodePayload(&p) == nil && p.MessageID != "" {
+				s.ack(env, protocol.ChatAckPayload{MessageID: p.MessageID, Status: protocol.AckRejected,
+					Code: string(protocol.CodeChannelBusy), Message: "inbound queue full", Retryable: ptr(true)})
+			}
+		}
 	}
 }
 

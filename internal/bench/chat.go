@@ -27,6 +27,8 @@ type chatDriver struct {
 	starts  sync.Map // key -> time.Time
 	mu      sync.Mutex
 	hist    Histogram
+	// rejected counts the rejected acks by code (a retry follows each).
+	rejected map[string]int64
 }
 
 func newChatDriver(ackDir protocol.Direction, maxPending int) *chatDriver {
@@ -40,6 +42,16 @@ func (d *chatDriver) observe(dir protocol.Direction, _ string, env *protocol.Env
 	}
 	if dir != d.ackDir || env.Type != protocol.TypeChatMessageAck {
 		return
+	}
+	var ack protocol.ChatAckPayload
+	if env.DecodePayload(&ack) == nil && ack.Status == protocol.AckRejected {
+		d.mu.Lock()
+		if d.rejected == nil {
+			d.rejected = map[string]int64{}
+		}
+		d.rejected[ack.Code+": "+ack.Message]++
+		d.mu.Unlock()
+		return // the message stays pending: its retry is acked later
 	}
 	d.acks.Add(1)
 	select {
@@ -127,6 +139,10 @@ func (d *chatDriver) run(ctx context.Context, producers int, dur time.Duration,
 	}
 	d.mu.Lock()
 	out.hist = d.hist
+	for k, n := range d.rejected {
+		out.rejected = append(out.rejected, Metric{Name: "rejected_acks", Value: float64(n), Unit: k})
+	}
+	d.rejected = nil
 	d.mu.Unlock()
 	if acked == 0 {
 		return out, errors.New("no message acked")
@@ -140,16 +156,17 @@ type chatRun struct {
 	sent         int64 // messages handed to the sender
 	onWire       int64 // chat.message packets seen, retries included, since the driver started
 	neverArrived int   // messages the receiving handler never saw
+	rejected     []Metric
 }
 
 // notes returns the figures that say what went wrong, if anything did.
 func (c chatRun) notes() []Metric {
 	if c.ops >= c.sent {
-		return nil
+		return c.rejected
 	}
-	return []Metric{
+	return append(c.rejected, []Metric{
 		{Name: "not_acked", Value: float64(c.sent - c.ops), Unit: "of " + strconv.FormatInt(c.sent, 10) + " sent, " + chatTimeout.String() + " after the last send"},
 		{Name: "never_reached_handler", Value: float64(c.neverArrived), Unit: "messages"},
 		{Name: "chat_message_packets_on_wire", Value: float64(c.onWire), Unit: "since start, retries included"},
-	}
+	}...)
 }
