@@ -55,7 +55,11 @@ func (sess *session) handleChatMessage(env *protocol.Envelope) {
 		sess.ackChat(env, delivery.RejectAck(p.MessageID, s.chatError(herr)))
 		return
 	}
-	v, err := s.inbox.Commit(sess.ctx, id, p.MessageID, content)
+	// The record is written even when the socket closed meanwhile: the
+	// side effects happened, and a redelivery must not repeat them.
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(sess.ctx), actRecordTimeout)
+	v, err := s.inbox.Commit(rctx, id, p.MessageID, content)
+	rcancel()
 	if err != nil {
 		// The side effects happened; the record failed. Accept anyway:
 		// a redelivery would repeat them only if the record is missing.

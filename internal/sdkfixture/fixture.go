@@ -93,6 +93,8 @@ type FakeTarget struct {
 	binds      []string
 	unbinds    []connector.UnbindReason
 	failNext   error         // returned by the next message delivery
+	holdNext   bool          // the next message delivery waits for its context to end, then succeeds
+	holding    bool          // a held delivery is waiting
 	blocked    int           // fixture_block calls running
 	canceled   int           // fixture_block calls whose context ended
 	release    chan struct{} // closed by ReleaseBlocked
@@ -132,6 +134,22 @@ func (t *FakeTarget) Hooks() (binds []string, unbinds []connector.UnbindReason) 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return append([]string(nil), t.binds...), append([]connector.UnbindReason(nil), t.unbinds...)
+}
+
+// SetHoldNext makes the next message delivery wait until its context ends
+// (the socket that carried the message closed) and then succeed: a side
+// effect that completes while the connection is gone.
+func (t *FakeTarget) SetHoldNext() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.holdNext = true
+}
+
+// Holding reports whether a held delivery is waiting for its context.
+func (t *FakeTarget) Holding() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.holding
 }
 
 // SetFailNext makes the next delivery fail with err.
@@ -349,11 +367,17 @@ func (f *Fixture) register() error {
 	if cardHas(f.Opts.Profiles, protocol.ProfileIMv2) {
 		s.OnAssistantMessage(func(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
 			t.mu.Lock()
-			fail := t.failNext
-			t.failNext = nil
+			fail, hold := t.failNext, t.holdNext
+			t.failNext, t.holdNext, t.holding = nil, false, hold
 			t.mu.Unlock()
 			if fail != nil {
 				return fail
+			}
+			if hold {
+				<-ctx.Done()
+				t.mu.Lock()
+				t.holding = false
+				t.mu.Unlock()
 			}
 			files := map[string][]byte{}
 			for _, file := range m.Files {
