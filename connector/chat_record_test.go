@@ -51,3 +51,46 @@ func TestChatRecordedWhenSocketClosesDuringDelivery(t *testing.T) {
 		t.Fatalf("the target got the message %d times", len(msgs))
 	}
 }
+
+// TestToolRecordedWhenSocketClosesDuringCall: a side-effect tool call that
+// completes after its socket closed is still recorded, so the host's retry
+// of the call id on the next socket gets the recorded result and the side
+// effect happens once.
+func TestToolRecordedWhenSocketClosesDuringCall(t *testing.T) {
+	t.Parallel()
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
+	c, cid := f.Connect(t, "")
+	ch := openSigned(t, c)
+	ctx := testCtx(t)
+
+	f.Target.SetHoldNext()
+	env, _ := connectortest.Packet(protocol.TypeToolInvoke, ch, protocol.ToolInvokePayload{ToolID: sdkfixture.ToolSend,
+		Arguments: []byte(`{"connector_channel_id":"` + ch + `","text":"once"}`), Context: &protocol.ToolContext{ToolCallID: "call-held"}})
+	env.RequestID = "req-held"
+	if err := c.Send(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the call waits", f.Target.Holding)
+	c.Close()
+	eventually(t, "the call completes", func() bool {
+		_, _, _, sends := f.Target.Snapshot()
+		return sends == 1
+	})
+
+	eventually(t, "the call's record", func() bool {
+		_, err := f.Store.GetToolCall(ctx, sdkfixture.FixtureCardID, ch, "call-held")
+		return err == nil
+	})
+
+	c2, _ := f.Connect(t, cid)
+	if _, err := c2.Open(ctx, ch); err != nil {
+		t.Fatal(err)
+	}
+	ack := invoke(t, c2, ch, sdkfixture.ToolSend, `{"connector_channel_id":"`+ch+`","text":"once"}`, "call-held")
+	if ack.Error != nil {
+		t.Fatalf("retry answered %+v", ack.Error)
+	}
+	if _, _, _, sends := f.Target.Snapshot(); sends != 1 {
+		t.Fatalf("the side effect happened %d times", sends)
+	}
+}

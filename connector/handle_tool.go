@@ -150,12 +150,10 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 		if perr != nil {
 			rec.Result, rec.ErrCode, rec.ErrMessage = nil, string(perr.Code), perr.Message
 		}
-		sctx := sess.ctx
-		if act { // recorded even when the socket closed meanwhile: a retry must not act again
-			var cancel context.CancelFunc
-			sctx, cancel = context.WithTimeout(context.WithoutCancel(sess.ctx), actRecordTimeout)
-			defer cancel()
-		}
+		// Recorded even when the socket closed meanwhile: the side effect
+		// happened, and a retry must not repeat it.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(sess.ctx), actRecordTimeout)
+		defer cancel()
 		if err := s.opts.Store.PutToolCall(sctx, rec); err != nil && !errors.Is(err, store.ErrConflict) {
 			s.log.Warn("connector: store tool call record", "err", err)
 		}
@@ -206,6 +204,14 @@ func (sess *session) runTool(entry *toolEntry, call *Call, args json.RawMessage,
 		return o.res, o.err
 	case <-t.C:
 	case <-sess.ctx.Done():
+		// The socket closed; the handler's context has ended. Wait for
+		// its outcome (until the timeout): a side effect it completed is
+		// then recorded, and a retry on another socket replays it.
+		select {
+		case o := <-done:
+			return o.res, o.err
+		case <-t.C:
+		}
 	}
 	return nil, protocol.Errorf(protocol.CodeToolTimeout, "tool did not finish within %s", timeout)
 }

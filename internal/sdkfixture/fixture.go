@@ -136,9 +136,9 @@ func (t *FakeTarget) Hooks() (binds []string, unbinds []connector.UnbindReason) 
 	return append([]string(nil), t.binds...), append([]connector.UnbindReason(nil), t.unbinds...)
 }
 
-// SetHoldNext makes the next message delivery wait until its context ends
-// (the socket that carried the message closed) and then succeed: a side
-// effect that completes while the connection is gone.
+// SetHoldNext makes the next message delivery or ToolSend call wait until
+// its context ends (the socket that carried it closed) and then succeed: a
+// side effect that completes while the connection is gone.
 func (t *FakeTarget) SetHoldNext() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -256,7 +256,15 @@ func (f *Fixture) register() error {
 		}, connector.ToolOptions{Title: "Echo", Description: "Echo text back."}),
 		connector.AddTool(s, ToolSend, func(ctx context.Context, c *connector.Call, in EchoIn) (SendOut, error) {
 			t.mu.Lock()
+			hold := t.holdNext
+			t.holdNext, t.holding = false, hold
+			t.mu.Unlock()
+			if hold { // completes after its socket closed
+				<-ctx.Done()
+			}
+			t.mu.Lock()
 			defer t.mu.Unlock()
+			t.holding = false
 			t.sends++
 			return SendOut{Count: t.sends}, nil
 		}, connector.ToolOptions{Description: "Send text to the target (side effect).", SideEffect: true}),
