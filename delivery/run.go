@@ -373,7 +373,7 @@ func (b *bgFinish) finish(ctx context.Context, o *Outbox, h Entry, oc Outcome, n
 	b.sem <- struct{}{}
 	b.wg.Go(func() {
 		defer func() { <-b.sem }()
-		r := o.finishWait(ctx, h, oc, now)
+		r := o.finishWait(ctx, h, oc, now, false)
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		switch {
@@ -410,7 +410,7 @@ func (o *Outbox) deliverLoop(ctx context.Context, channel string, h Entry, have 
 		}
 		var r attemptResult
 		if !now.Before(h.ExpiresAt) { // expiry checked before every send
-			r = o.finishWait(ctx, h, Outcome{Kind: OutcomeExpired, Message: "expired before delivery"}, now)
+			r = o.finishWait(ctx, h, Outcome{Kind: OutcomeExpired, Message: "expired before delivery"}, now, true)
 		} else if oc, retryAt := o.send(ctx, h); !retryAt.IsZero() {
 			r = attemptResult{retryAt: retryAt}
 		} else if pipelined && oc.Kind == OutcomeDelivered {
@@ -425,7 +425,7 @@ func (o *Outbox) deliverLoop(ctx context.Context, channel string, h Entry, have 
 			}
 			r = attemptResult{known: true, next: next, hasNext: ok}
 		} else {
-			r = o.finishWait(ctx, h, oc, o.clock.Now())
+			r = o.finishWait(ctx, h, oc, o.clock.Now(), true)
 		}
 		switch {
 		case !r.retryAt.IsZero():
@@ -516,15 +516,15 @@ func (o *Outbox) send(ctx context.Context, h Entry) (Outcome, time.Time) {
 // finishWait records a terminal outcome (see finish) with its own
 // deadline, which Run's end does not cut short: a received ack is not
 // forgotten.
-func (o *Outbox) finishWait(ctx context.Context, h Entry, oc Outcome, now time.Time) attemptResult {
+func (o *Outbox) finishWait(ctx context.Context, h Entry, oc Outcome, now time.Time, next bool) attemptResult {
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	return o.finish(bctx, h, oc, now)
+	return o.finish(bctx, h, oc, now, next)
 }
 
-// finish records a terminal outcome and, when the storage can, reads the
-// channel's next head in the same transaction.
-func (o *Outbox) finish(ctx context.Context, h Entry, oc Outcome, now time.Time) attemptResult {
+// finish records a terminal outcome and, when next is set and the storage
+// can, reads the channel's next head in the same transaction.
+func (o *Outbox) finish(ctx context.Context, h Entry, oc Outcome, now time.Time, next bool) attemptResult {
 	oc.Queue, oc.Channel, oc.MessageID = h.Queue, h.Channel, h.MessageID
 	oc.Attempts, oc.CreatedAt, oc.ExpiresAt, oc.At = h.Attempts, h.CreatedAt, h.ExpiresAt, now
 	if oc.Kind == OutcomeDelivered || oc.Kind == OutcomeFailed {
@@ -533,7 +533,7 @@ func (o *Outbox) finish(ctx context.Context, h Entry, oc Outcome, now time.Time)
 	var r attemptResult
 	var ok bool
 	var err error
-	if fs, isFS := o.opts.Storage.(OutboxFinishNextStorage); isFS {
+	if fs, isFS := o.opts.Storage.(OutboxFinishNextStorage); isFS && next {
 		ok, r.next, r.hasNext, err = fs.OutboxFinishNext(ctx, oc)
 		r.known = true
 	} else {
