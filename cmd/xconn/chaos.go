@@ -226,6 +226,7 @@ type chaosRun struct {
 	quiesced    int
 	soaking     bool // samples are of the soak cycles
 	takeovers   []time.Duration
+	leaseLosses int // active connectors that lost their lease (fencing exits)
 }
 
 // chaosSample is a resource sample of a child at a quiescent point.
@@ -449,6 +450,9 @@ func (r *chaosRun) run(ctx context.Context) (chaos.Result, error) {
 	res.Seed = r.f.seed
 	r.mu.Lock()
 	res.Extra = map[string]any{"quiescent_samples": r.quiesced, "duration_s": int(r.f.duration.Seconds())}
+	if r.leaseLosses > 0 {
+		res.Extra["lease_losses"] = r.leaseLosses
+	}
 	if len(r.takeovers) > 0 {
 		var worst time.Duration
 		for _, d := range r.takeovers {

@@ -17,9 +17,18 @@ import (
 // such exit is a broken invariant.
 func (r *chaosRun) ensureRunning() {
 	for _, p := range append(append([]*chaosProc(nil), r.conns...), r.host) {
-		if code, unexpected := p.exitedUnexpectedly(); unexpected {
-			r.chk.Problem("%s exited by itself (%s)", p.name, code)
-			r.logf("%s exited by itself (%s); restarting", p.name, code)
+		if code, last, unexpected := p.exitedUnexpectedly(); unexpected {
+			if strings.Contains(last, "the active lease was lost") {
+				// Fencing, as designed (serve webchat --lease-ttl): the
+				// store did not answer its renewals in time.
+				r.mu.Lock()
+				r.leaseLosses++
+				r.mu.Unlock()
+				r.logf("%s lost its active lease and exited; restarting it as a standby", p.name)
+			} else {
+				r.chk.Problem("%s exited by itself (%s)", p.name, code)
+				r.logf("%s exited by itself (%s); restarting", p.name, code)
+			}
 			if err := p.start(); err != nil {
 				r.chk.Problem("restart %s: %v", p.name, err)
 			}

@@ -22,7 +22,7 @@ type chaosProc struct {
 	args  []string
 	env   []string
 	extra []string // arguments of the next start only (set by the run's one fault goroutine)
-	log   io.Writer
+	log   *lockedWriter
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -35,14 +35,29 @@ type chaosProc struct {
 // lockedWriter serialises writes of a log shared by a process's stdout and
 // stderr and by its successive incarnations.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu   sync.Mutex
+	w    io.Writer
+	tail []byte // the last maxTail bytes written
 }
+
+// maxTail bounds lockedWriter.tail.
+const maxTail = 4096
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.tail = append(l.tail, p...)
+	if len(l.tail) > maxTail {
+		l.tail = append(l.tail[:0], l.tail[len(l.tail)-maxTail:]...)
+	}
 	return l.w.Write(p)
+}
+
+// last returns the last bytes written.
+func (l *lockedWriter) last() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.tail)
 }
 
 func newChaosProc(name, exe string, args, env []string, logPath string, scan *chaos.Scanner) *chaosProc {
@@ -125,13 +140,13 @@ func (p *chaosProc) kill() { p.signal(syscall.SIGKILL, time.Minute) }
 func (p *chaosProc) term(d time.Duration) { p.signal(syscall.SIGTERM, d) }
 
 // exitedUnexpectedly reports, once per incarnation, an exit the run did not
-// cause.
-func (p *chaosProc) exitedUnexpectedly() (string, bool) {
+// cause, with the last output of the process.
+func (p *chaosProc) exitedUnexpectedly() (string, string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.state == nil || p.told || p.reported {
-		return "", false
+		return "", "", false
 	}
 	p.reported = true
-	return p.state.String(), true
+	return p.state.String(), p.log.last(), true
 }

@@ -69,8 +69,13 @@ func holdActiveWebchat(ctx context.Context, f webchatFlags, out io.Writer, log *
 		defer close(done)
 		select {
 		case <-l.Lost():
-			log.Error("serve: the active lease was lost; stopping")
-			cancel()
+			// Fencing: the standby may hold the lease a quarter of its
+			// lifetime from now, too soon for a graceful shutdown; exit
+			// at once, as a crash would (the protocol's records make
+			// that safe).
+			log.Error("serve: the active lease was lost; exiting")
+			fmt.Fprintln(out, "xconn: the active lease was lost")
+			os.Exit(1)
 		case <-ctx.Done():
 		}
 	}()
