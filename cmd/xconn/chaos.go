@@ -441,6 +441,14 @@ func (r *chaosRun) run(ctx context.Context) (chaos.Result, error) {
 	if ctx.Err() != nil {
 		return chaos.Result{}, ctx.Err()
 	}
+	// No new tool call from here on; the ones in flight finish first.
+	_ = os.WriteFile(r.pauseFile(), nil, 0o600)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		if _, _, tools := r.chk.Pending(); tools == 0 {
+			break
+		}
+		sleepCtx(ctx, 200*time.Millisecond)
+	}
 	r.stopAll()
 	r.checkGrowth()
 	for _, l := range r.scan.Leaks() {
