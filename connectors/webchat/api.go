@@ -186,7 +186,11 @@ func (c *Connector) events(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	room, _ := roomOf(r)
-	sub, err := c.hub.subscribe(channel, clientAddr(r))
+	// The history is read with the subscription, before the first event,
+	// so that a client that waits for it sees everything it posts
+	// afterwards live. Live events that arrive meanwhile wait in sub.ch; a
+	// message in both is shown once (the page keys messages by id).
+	sub, past, err := c.subscribeWithHistory(r.Context(), channel, clientAddr(r))
 	if err != nil {
 		writeJSON(rw, http.StatusServiceUnavailable, apiError{"too many open chats; try again later"})
 		return
@@ -209,16 +213,6 @@ func (c *Connector) events(rw http.ResponseWriter, r *http.Request) {
 			return false
 		}
 		return rc.Flush() == nil
-	}
-	// The history is read before the first event, so that a client that
-	// waits for it sees everything it posts afterwards live. Live events
-	// that arrive meanwhile wait in sub.ch; a message in both is shown
-	// once (the page keys messages by id).
-	var past []event
-	if c.history != nil {
-		if past, err = c.history.list(r.Context(), channel); err != nil {
-			c.log.Warn("webchat: history", "channel", channel, "error", err)
-		}
 	}
 	last := c.chatState(r, room, channel)
 	st, _ := newEvent(EventStatus, last)

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/xconn/xconn/store"
@@ -116,11 +118,19 @@ func (h *history) clear(ctx context.Context, channel string) error {
 // records it in the durable history (shown first: a user's message must
 // reach the page before the answer to it can). A history write that fails
 // is logged; the message is still shown.
+//
+// It holds the channel's publish lock shared from showing to recording, so
+// that a stream that subscribes meanwhile (subscribeWithHistory, which holds
+// it exclusively) sees the message either live or in the history it reads,
+// never neither (xconn chaos found a reconnecting stream that missed one).
 func (c *Connector) publishMessage(ctx context.Context, channel string, m MessageEvent) error {
 	ev, err := newEvent(EventMessage, m)
 	if err != nil {
 		return fmt.Errorf("webchat: encode message: %w", err)
 	}
+	mu := c.pubLock(channel)
+	mu.RLock()
+	defer mu.RUnlock()
 	c.hub.publish(channel, ev)
 	if c.history != nil {
 		if err := c.history.add(ctx, channel, m); err != nil {
@@ -128,4 +138,37 @@ func (c *Connector) publishMessage(ctx context.Context, channel string, m Messag
 		}
 	}
 	return nil
+}
+
+// pubLockStripes is the number of publish locks the channels share.
+const pubLockStripes = 64
+
+// pubLock returns the publish lock of channel: one of a fixed set of
+// stripes, so the locks take no memory per channel.
+func (c *Connector) pubLock(channel string) *sync.RWMutex {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(channel))
+	return &c.pubLocks[h.Sum32()%pubLockStripes]
+}
+
+// subscribeWithHistory opens a live stream of channel for client and reads
+// the channel's stored history, both under the channel's publish lock: a
+// message published around the subscription is in the history or on the
+// stream (or both: the page keys messages by id). A history that cannot be
+// read is logged and left out.
+func (c *Connector) subscribeWithHistory(ctx context.Context, channel, client string) (*subscriber, []event, error) {
+	mu := c.pubLock(channel)
+	mu.Lock()
+	defer mu.Unlock()
+	sub, err := c.hub.subscribe(channel, client)
+	if err != nil {
+		return nil, nil, err
+	}
+	var past []event
+	if c.history != nil {
+		if past, err = c.history.list(ctx, channel); err != nil {
+			c.log.Warn("webchat: history", "channel", channel, "error", err)
+		}
+	}
+	return sub, past, nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/xconn/xconn/connector"
@@ -141,9 +142,12 @@ type Connector struct {
 	// all rooms.
 	clientLimiter *attemptLimiter
 	history       *history // nil: no durable history
-	pages         *pages
-	web           http.Handler
-	log           *slog.Logger
+	// pubLocks order a message's showing and recording against a stream's
+	// subscription and history read (see publishMessage).
+	pubLocks [pubLockStripes]sync.RWMutex
+	pages    *pages
+	web      http.Handler
+	log      *slog.Logger
 }
 
 // New builds the web chat connector on the SDK: the QR and room sign-in
