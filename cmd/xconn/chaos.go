@@ -431,10 +431,13 @@ func (r *chaosRun) run(ctx context.Context) (chaos.Result, error) {
 	r.logf("faults over; draining")
 	r.ensureRunning()
 	if !r.quiesce(ctx, obs, true) {
-		r.logf("drain: still pending after %s", chaosDrainTimeout)
+		// What is still pending is counted as lost; drop cycles that
+		// cannot quiesce either would only add minutes.
+		r.logf("drain: still pending after %s; soak skipped", chaosDrainTimeout)
+	} else {
+		r.logf("soak: %d drop cycles", chaosSoakCycles)
+		r.soak(ctx, obs, chaosSoakCycles)
 	}
-	r.logf("soak: %d drop cycles", chaosSoakCycles)
-	r.soak(ctx, obs, chaosSoakCycles)
 	if obs != nil {
 		r.refreshExpired(ctx, obs)
 	}

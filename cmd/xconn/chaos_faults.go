@@ -249,6 +249,9 @@ func (r *chaosRun) soak(ctx context.Context, obs *store.DB, n int) {
 		r.proxy.Drop()
 		r.web.Drop()
 		sleepCtx(ctx, time.Second)
-		r.quiesce(ctx, obs, false)
+		if !r.quiesce(ctx, obs, false) {
+			r.logf("soak: cycle %d did not quiesce; the remaining cycles are skipped", i+1)
+			return
+		}
 	}
 }

@@ -30,7 +30,15 @@ func runChaosTest(t *testing.T, args ...string) {
 	t.Helper()
 	t.Setenv(envChaosChild, "1")
 	var stdout, stderr syncBuffer
-	code := run(t.Context(), append([]string{"chaos"}, args...), strings.NewReader(""), &stdout, &stderr)
+	// Stop well before the test binary's deadline, so a run that cannot
+	// finish fails with its output rather than a goroutine dump.
+	ctx := t.Context()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-30*time.Second))
+		defer cancel()
+	}
+	code := run(ctx, append([]string{"chaos"}, args...), strings.NewReader(""), &stdout, &stderr)
 	out := stdout.String()
 	t.Logf("output:\n%s%s", out, stderr.String())
 	if code != 0 {
