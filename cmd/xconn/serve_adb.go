@@ -2,13 +2,8 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
-	"net"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
-	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connectors/adb"
 )
 
@@ -33,25 +28,20 @@ RSA prompt accepted). The connector talks to the ADB server at --adb-addr
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.key()
-			log := serveLogger(cmd.ErrOrStderr(), slog.LevelInfo)
-			dir := filepath.Join(f.dataDir, "adb")
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("data directory: %w", err)}
+			sdk, err := f.sdkOptions(cmd, "adb")
+			if err != nil {
+				return err
 			}
 			conn, err := adb.New(adb.Options{
-				SDK:     connector.Options{DataDir: dir, StoreDSN: f.storeDSN, APIKey: f.apiKey, PublicURL: f.publicURL, Logger: log},
+				SDK:     sdk,
 				ADBAddr: f.adbAddr,
 			})
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			ln, err := net.Listen("tcp", f.listen)
+			ln, err := f.listenChecked()
 			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("listen %s: %w", f.listen, err)}
-			}
-			if err := checkListenKey(ln, f.apiKey); err != nil {
-				ln.Close()
-				return &exitError{code: 1, err: err}
+				return err
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "Android connector\n  Base URL:  http://%s\n  ADB:       %s\n", serveDialable(ln.Addr()), conn.ADBAddr())

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -42,6 +44,33 @@ func (f *connFlags) key() string {
 		f.apiKey = os.Getenv("XCONN_API_KEY")
 	}
 	return f.apiKey
+}
+
+// sdkOptions returns the SDK options of a connector whose state lives in
+// <--data>/sub (created 0700): the directory, --store, the API key,
+// --public-url and the serving logger on the command's stderr.
+func (f *connFlags) sdkOptions(cmd *cobra.Command, sub string) (connector.Options, error) {
+	dir := filepath.Join(f.dataDir, sub)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return connector.Options{}, &exitError{code: 1, err: fmt.Errorf("data directory: %w", err)}
+	}
+	return connector.Options{DataDir: dir, StoreDSN: f.storeDSN, APIKey: f.apiKey, PublicURL: f.publicURL,
+		Logger: serveLogger(cmd.ErrOrStderr(), slog.LevelInfo)}, nil
+}
+
+// listenChecked listens on --listen and refuses, before anything is
+// printed, a non-loopback address without an API key (checkListenKey).
+// Errors exit 1.
+func (f *connFlags) listenChecked() (net.Listener, error) {
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return nil, &exitError{code: 1, err: fmt.Errorf("listen %s: %w", f.listen, err)}
+	}
+	if err := checkListenKey(ln, f.apiKey); err != nil {
+		ln.Close()
+		return nil, &exitError{code: 1, err: err}
+	}
+	return ln, nil
 }
 
 // serveConnector serves srv on ln until the command's context ends (the

@@ -2,13 +2,9 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
-	"net"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
-	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connectors/feishu"
 )
 
@@ -45,13 +41,12 @@ and --feishu-accounts-url ` + feishu.LarkAccountsURL + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.key()
-			log := serveLogger(cmd.ErrOrStderr(), slog.LevelInfo)
-			dir := filepath.Join(f.dataDir, "feishu")
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("data directory: %w", err)}
+			sdk, err := f.sdkOptions(cmd, "feishu")
+			if err != nil {
+				return err
 			}
 			conn, err := feishu.New(feishu.Options{
-				SDK:               connector.Options{DataDir: dir, StoreDSN: f.storeDSN, APIKey: f.apiKey, PublicURL: f.publicURL, Logger: log},
+				SDK:               sdk,
 				APIURL:            f.apiURL,
 				AccountsURL:       f.accountsURL,
 				Events:            f.events,
@@ -61,13 +56,9 @@ and --feishu-accounts-url ` + feishu.LarkAccountsURL + `.`,
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			ln, err := net.Listen("tcp", f.listen)
+			ln, err := f.listenChecked()
 			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("listen %s: %w", f.listen, err)}
-			}
-			if err := checkListenKey(ln, f.apiKey); err != nil {
-				ln.Close()
-				return &exitError{code: 1, err: err}
+				return err
 			}
 			out := cmd.OutOrStdout()
 			base := "http://" + serveDialable(ln.Addr())

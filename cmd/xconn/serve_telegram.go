@@ -2,13 +2,9 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
-	"net"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
-	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connectors/telegram"
 )
 
@@ -34,26 +30,21 @@ honoured too).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.key()
-			log := serveLogger(cmd.ErrOrStderr(), slog.LevelInfo)
-			dir := filepath.Join(f.dataDir, "telegram")
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("data directory: %w", err)}
+			sdk, err := f.sdkOptions(cmd, "telegram")
+			if err != nil {
+				return err
 			}
 			conn, err := telegram.New(telegram.Options{
-				SDK:    connector.Options{DataDir: dir, StoreDSN: f.storeDSN, APIKey: f.apiKey, PublicURL: f.publicURL, Logger: log},
+				SDK:    sdk,
 				APIURL: f.apiURL,
 				Proxy:  f.proxy,
 			})
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			ln, err := net.Listen("tcp", f.listen)
+			ln, err := f.listenChecked()
 			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("listen %s: %w", f.listen, err)}
-			}
-			if err := checkListenKey(ln, f.apiKey); err != nil {
-				ln.Close()
-				return &exitError{code: 1, err: err}
+				return err
 			}
 			out := cmd.OutOrStdout()
 			api := f.apiURL

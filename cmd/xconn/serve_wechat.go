@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 
@@ -58,13 +57,9 @@ func runServeWechat(cmd *cobra.Command, f wechatFlags) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	ln, err := net.Listen("tcp", f.listen)
+	ln, err := f.listenChecked()
 	if err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("listen %s: %w", f.listen, err)}
-	}
-	if err := checkListenKey(ln, f.apiKey); err != nil {
-		ln.Close()
-		return &exitError{code: 1, err: err}
+		return err
 	}
 	db, err := store.Open(ctx, dsn, store.Options{DataDir: f.dataDir})
 	if err != nil {
