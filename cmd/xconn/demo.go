@@ -277,8 +277,8 @@ func demoSignins(ctx context.Context, h *host.Host, conn *webchat.Connector, p *
 			return fmt.Errorf("list channels: %w", err)
 		}
 		if len(chans) > 0 && chans[0].Authenticated && conn.QRBrowsers(chans[0].ChannelID) > 0 {
-			p.say("Resuming channel %s (signed in; browsers signed in before stay signed in). Chat page: %s", chans[0].ChannelID, conn.WebURL())
-			p.say("No new QR code: the channel is signed in (--signin starts one for another browser). Ctrl-C stops the demo.")
+			p.tell("Resuming channel %s (signed in; browsers signed in before stay signed in). Chat page: %s", chans[0].ChannelID, conn.WebURL())
+			p.tell("No new QR code: the channel is signed in (--signin starts one for another browser). Ctrl-C stops the demo.")
 			<-ctx.Done()
 			return nil
 		}
@@ -292,8 +292,12 @@ func demoSignins(ctx context.Context, h *host.Host, conn *webchat.Connector, p *
 		if err == nil {
 			if p.log == nil { // the structured style has the connector's record of it
 				p.say("Signed in: channel %s. Chat page: %s", uc.ChannelID, conn.WebURL())
+			} else {
+				p.mu.Lock()
+				fmt.Fprintf(p.w, "Signed in: channel %s. Chat page: %s\n", uc.ChannelID, conn.WebURL())
+				p.mu.Unlock()
 			}
-			p.say("Write a message in the browser; Ctrl-C stops the demo.")
+			p.tell("Write a message in the browser; Ctrl-C stops the demo.")
 			<-ctx.Done()
 			return nil
 		}
@@ -302,7 +306,7 @@ func demoSignins(ctx context.Context, h *host.Host, conn *webchat.Connector, p *
 		}
 		p.say("Sign-in ended (%v); starting a new one", err)
 	}
-	p.say("Nobody signed in; the demo keeps serving. Ctrl-C stops it.")
+	p.tell("Nobody signed in; the demo keeps serving. Ctrl-C stops it.")
 	<-ctx.Done()
 	return nil
 }
@@ -318,7 +322,7 @@ func startDemoSignin(ctx context.Context, h *host.Host, p *demoPrinter) (*host.S
 		if uc.Authenticated {
 			state = "signed in; browsers signed in before stay signed in"
 		}
-		p.say("Resuming channel %s (%s)", uc.ChannelID, state)
+		p.tell("Resuming channel %s (%s)", uc.ChannelID, state)
 		s, err := h.Reauthenticate(ctx, uc.ID, webchat.FlowQR, nil)
 		if err != nil {
 			return nil, fmt.Errorf("start QR sign-in: %w", err)
@@ -409,11 +413,28 @@ func (p *demoPrinter) say(format string, args ...any) {
 	fmt.Fprintf(p.w, "%s  %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
 }
 
-// qr prints a QR code and, on a line of its own, the login URL.
+// tell writes a line meant for the person running the demo (how to sign
+// in, where the chat page is): in the readable style like say; in the
+// structured style both as a record and, without a timestamp, on stdout,
+// which holds only such lines then.
+func (p *demoPrinter) tell(format string, args ...any) {
+	if p.log == nil {
+		p.say(format, args...)
+		return
+	}
+	msg := fmt.Sprintf(format, args...)
+	p.log.Info(msg)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintln(p.w, msg)
+}
+
+// qr prints a QR code and, on a line of its own, the login URL, on stdout
+// in either style (in the structured style a record of it goes to the log
+// too): a person has to see it to sign in.
 func (p *demoPrinter) qr(text string, expires time.Time) {
 	if p.log != nil {
 		p.log.Info("sign-in: scan the QR code or open the login URL", "login_url", text, "valid_until", expires.UTC().Format(time.RFC3339))
-		return
 	}
 	art, err := qr.Terminal(text)
 	p.mu.Lock()

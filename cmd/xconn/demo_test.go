@@ -198,8 +198,16 @@ func TestDemoStructuredLog(t *testing.T) {
 	if code := stop(); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	if out.String() != "" {
-		t.Fatalf("structured style wrote to stdout:\n%s", out.String())
+	// stdout holds only what the person at the terminal needs (the QR code
+	// and the Login URL line), never a log line.
+	if !regexp.MustCompile(`(?m)^Login URL: http://` + regexp.QuoteMeta(addr) + `/webchat/login/\S+$`).MatchString(out.String()) {
+		t.Fatalf("no Login URL line on stdout:\n%s", out.String())
+	}
+	logLine := regexp.MustCompile(`(^time=|level=|^\d\d:\d\d:\d\d\.\d{3} )`)
+	for _, line := range strings.Split(out.String(), "\n") {
+		if logLine.MatchString(line) {
+			t.Fatalf("structured style wrote a log line to stdout: %q", line)
+		}
 	}
 	record := regexp.MustCompile(`^time=\S+ level=(INFO|WARN|ERROR|DEBUG) msg=`)
 	for _, line := range strings.Split(strings.TrimSpace(errOut.String()), "\n") {
