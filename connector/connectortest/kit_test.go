@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -264,12 +265,17 @@ func TestQRSignInRefreshesAnExpiredCode(t *testing.T) {
 		if len(seen) == 1 {
 			return nil // the user lets the first code expire
 		}
-		return confirm(ctx, qr)
+		// A code lives 150 ms: on a loaded machine a later one may expire
+		// before it is confirmed; then the next refreshed code is tried.
+		if err := confirm(ctx, qr); err != nil && !strings.Contains(err.Error(), "expired") {
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Status != protocol.AuthAuthenticated || len(seen) != 2 || seen[0] == seen[1] {
+	if st.Status != protocol.AuthAuthenticated || len(seen) < 2 || seen[0] == seen[1] {
 		t.Fatalf("state %+v, codes %q", st, seen)
 	}
 }
