@@ -903,7 +903,11 @@ func (j *judge) noResend() verdict {
 		if e.out || e.env == nil || e.env.Type != protocol.TypeChatMessage {
 			continue
 		}
-		if k, ok := accepted[payloadOf(e).MessageID]; ok && k < i {
+		// A frame of an older connection read late (after the script had
+		// closed it, with bytes still buffered) was sent before that
+		// connection ended, so before any later connection's ack: the
+		// order of records alone would call it a resend.
+		if k, ok := accepted[payloadOf(e).MessageID]; ok && k < i && e.conn >= j.ev[k].conn {
 			return fail("no final again after accepted", "final "+payloadOf(e).MessageID+" sent again", string(e.raw))
 		}
 	}

@@ -66,11 +66,18 @@ func (s *Server) script(ctx context.Context) {
 	f1 := payloadOf(fev).MessageID
 	s.mu.Lock()
 	s.facts.f1 = f1
-	s.holdFinals, s.replaceID = false, true
+	s.replaceID = true
 	s.mu.Unlock()
 	s.printf("reply %s held; closing connection %d", f1, n1)
 	mark = s.mark()
 	s.closeConn(n1, "scripted reconnect")
+	// Finals are held until connection 1 is closed: its reader may still
+	// be handling a frame, and an ack written then (recorded, never
+	// delivered) made the redelivery after the reconnect look like a
+	// resend of an accepted final.
+	s.mu.Lock()
+	s.holdFinals = false
+	s.mu.Unlock()
 
 	// Phase 2: the reconnect, with a replacement connector_id.
 	n2, ok := s.reconnected(ctx, mark, n1, ch, t)

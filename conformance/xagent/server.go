@@ -380,6 +380,7 @@ func (s *Server) closeConn(n int, reason string) {
 	c := s.conns[n]
 	s.mu.Unlock()
 	if c != nil {
+		c.closing.Store(true)
 		// Every packet already recorded is written first: an empty
 		// critical section waits for the write in progress.
 		c.wmu.Lock()

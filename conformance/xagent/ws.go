@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -22,6 +23,10 @@ type conn struct {
 	wmu       sync.Mutex
 	helloDone bool
 	open      map[string]bool
+	// closing is set when the script closes the connection: a chat.message
+	// still read from it then gets no ack (it would be recorded but never
+	// delivered).
+	closing atomic.Bool
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
@@ -331,7 +336,7 @@ func (c *conn) final(e *protocol.Envelope) {
 	s.mu.Unlock()
 	ack := protocol.ChatAckPayload{MessageID: p.MessageID, Status: protocol.AckAccepted}
 	switch {
-	case hold:
+	case hold || c.closing.Load():
 		return
 	case reject:
 		ack = protocol.ChatAckPayload{MessageID: p.MessageID, Status: protocol.AckRejected, Code: "target_busy", Message: "scripted retryable rejection", Retryable: new(true)}
