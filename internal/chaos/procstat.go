@@ -50,9 +50,10 @@ func MetricValue(page []byte, name string) (float64, bool) {
 }
 
 // Growing reports whether a series of samples taken after identical cycles
-// grows with every cycle: never smaller than the one before, and the last
-// at least minTotal above the first. Noise goes up and down; a leak of
-// something per cycle only goes up.
+// grows with every cycle: never smaller than the one before, the last at
+// least minTotal above the first, and still growing over the second half.
+// Noise goes up and down, and a process warming up (pools, caches) climbs
+// and then levels off; a leak of something per cycle only goes up.
 func Growing(xs []int, minTotal int) bool {
 	if len(xs) < 2 {
 		return false
@@ -62,5 +63,6 @@ func Growing(xs []int, minTotal int) bool {
 			return false
 		}
 	}
-	return xs[len(xs)-1]-xs[0] >= minTotal
+	last := xs[len(xs)-1]
+	return last-xs[0] >= minTotal && last > xs[len(xs)/2]
 }

@@ -81,7 +81,9 @@ func TestGrowing(t *testing.T) {
 		{[]int{20, 21, 22, 23, 24}, 5, false}, // not enough in total
 		{[]int{20, 26, 22, 27, 24}, 2, false}, // noise
 		{[]int{24, 23, 22}, 1, false},
-		{[]int{20, 20, 20, 20}, 0, true},
+		{[]int{20, 20, 20, 20}, 0, false},         // flat
+		{[]int{22, 24, 27, 28, 28, 28}, 5, false}, // warmed up, then level (a CI run)
+		{[]int{22, 24, 27, 28, 29, 30}, 5, true},  // still growing
 	}
 	for _, tt := range tests {
 		if got := Growing(tt.xs, tt.min); got != tt.want {
