@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/xconn/xconn/delivery"
@@ -128,7 +129,7 @@ func (rt *runtime) deliver(ctx context.Context, msg *UserMessage) error {
 	if rt.h.opts.Agent == nil {
 		return nil
 	}
-	err := rt.h.opts.Agent.HandleMessage(ctx, msg, newReplyStream(rt.h, msg.UserChannelID))
+	err := rt.h.opts.Agent.HandleMessage(ctx, msg, newAnswerStream(rt.h, msg.UserChannelID, msg.MessageID))
 	if err != nil {
 		for _, f := range msg.Files {
 			_ = os.Remove(f.Path)
@@ -153,6 +154,15 @@ func (h *Host) Reply(ctx context.Context, userChannelID string) (ReplyStream, er
 type replyStream struct {
 	h    *Host
 	ucID string
+	// inReplyTo is the message_id of the user message being answered, or
+	// "" for proactive output. With it, the n-th assistant message gets a
+	// message_id derived from (ucID, inReplyTo, n): when the host dies
+	// after queuing a reply but before it committed the user message, the
+	// connector redelivers the message, the Agent answers it again, and the
+	// outbox finds the same message_id pending or done, so the user sees
+	// the reply once.
+	inReplyTo string
+	n         int
 
 	mu     chanMutex
 	msgID  string
@@ -228,7 +238,7 @@ func (rs *replyStream) Delta(ctx context.Context, text string) error {
 	}
 	defer rs.mu.unlock()
 	if rs.msgID == "" {
-		rs.msgID, rs.seq, rs.broken = newID("amsg_"), 0, false
+		rs.msgID, rs.seq, rs.broken = rs.nextID(), 0, false
 	}
 	if rs.broken {
 		return nil
@@ -248,7 +258,7 @@ func (rs *replyStream) Final(ctx context.Context, text string, files ...Outgoing
 	defer rs.mu.unlock()
 	id := rs.msgID
 	if id == "" {
-		id = newID("amsg_")
+		id = rs.nextID()
 	}
 	rs.msgID, rs.seq, rs.broken = "", 0, false
 	if text == "" && len(files) == 0 {
@@ -355,4 +365,22 @@ func (h *Host) sendFinal(ctx context.Context, e delivery.Entry) error {
 
 func newReplyStream(h *Host, ucID string) *replyStream {
 	return &replyStream{h: h, ucID: ucID, mu: make(chanMutex, 1)}
+}
+
+// newAnswerStream is the reply stream handed to the Agent with the user
+// message inReplyTo: its message_ids are derived, see replyStream.
+func newAnswerStream(h *Host, ucID, inReplyTo string) *replyStream {
+	rs := newReplyStream(h, ucID)
+	rs.inReplyTo = inReplyTo
+	return rs
+}
+
+// nextID returns the message_id of the next assistant message; called
+// with rs.mu held.
+func (rs *replyStream) nextID() string {
+	rs.n++
+	if rs.inReplyTo == "" {
+		return newID("amsg_")
+	}
+	return derivedID("amsg_", rs.ucID, rs.inReplyTo, strconv.Itoa(rs.n))
 }

@@ -326,3 +326,74 @@ func TestPruneOldDownloads(t *testing.T) {
 		}
 	}
 }
+
+// TestChatReplyQueuedBeforeAFailureIsSentOnce: the Agent queues its reply
+// and then fails (as when the host dies between the reply and the commit
+// of the user message); the redelivered message is answered again, and
+// the connector still receives one assistant message, not two.
+func TestChatReplyQueuedBeforeAFailureIsSentOnce(t *testing.T) {
+	t.Parallel()
+	f := newFakeConnector(t, "im.fake", "")
+	var calls atomic.Int32
+	th := newTestHost(t, "", func(o *Options) {
+		o.Agent = AgentFunc(func(ctx context.Context, msg *UserMessage, reply ReplyStream) error {
+			if err := (Echo{}).HandleMessage(ctx, msg, reply); err != nil {
+				return err
+			}
+			if calls.Add(1) == 1 {
+				return &protocol.Error{Code: protocol.CodeInternal, Message: "died after the reply", Retryable: true}
+			}
+			return nil
+		})
+	})
+	th.admitOnline(t, f)
+	uc := th.signinRoom(t, "ada", "im.fake")
+
+	msg := protocol.ChatMessagePayload{MessageID: "once", Text: "hi there"}
+	f.publish(uc.ChannelID, msg)
+	if a := waitAck(t, f); a.Status != protocol.AckRejected || a.Retryable == nil || !*a.Retryable {
+		t.Fatalf("first delivery: %+v", a)
+	}
+	first := waitFinal(t, f)
+	f.publish(uc.ChannelID, msg)
+	if a := waitAck(t, f); a.Status != protocol.AckAccepted {
+		t.Fatalf("redelivery: %+v", a)
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("agent ran %d times, want 2", calls.Load())
+	}
+	eventually(t, "the first final delivered", func() bool {
+		o, ok, _ := th.FinalOutcome(ctxT(t), uc.ID, first.MessageID)
+		return ok && o.Kind == delivery.OutcomeDelivered
+	})
+	// Another message gets its own reply.
+	f.publish(uc.ChannelID, protocol.ChatMessagePayload{MessageID: "next", Text: "again"})
+	if a := waitAck(t, f); a.Status != protocol.AckAccepted {
+		t.Fatalf("next: %+v", a)
+	}
+	next := waitFinal(t, f)
+	if next.MessageID == first.MessageID || next.Text != "You said: again" {
+		t.Fatalf("second reply %+v, first %s", next, first.MessageID)
+	}
+	var ids []string
+	for _, e := range f.packets(protocol.TypeChatMessage) {
+		var p protocol.ChatMessagePayload
+		_ = e.DecodePayload(&p)
+		ids = append(ids, p.MessageID)
+	}
+	if len(ids) != 2 || ids[0] != first.MessageID || ids[1] != next.MessageID {
+		t.Fatalf("assistant messages sent: %v (want %s then %s, once each)", ids, first.MessageID, next.MessageID)
+	}
+}
+
+func TestDerivedID(t *testing.T) {
+	a := derivedID("amsg_", "uc_1", "m1", "1")
+	if a != derivedID("amsg_", "uc_1", "m1", "1") || !strings.HasPrefix(a, "amsg_") || len(a) != len("amsg_")+26 {
+		t.Fatalf("derivedID = %q", a)
+	}
+	for _, other := range [][]string{{"uc_1", "m1", "2"}, {"uc_2", "m1", "1"}, {"uc_1m", "1", "1"}, {"uc_", "1m1", "1"}} {
+		if derivedID("amsg_", other...) == a {
+			t.Fatalf("%v gives the same id as (uc_1, m1, 1)", other)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package host
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base32"
 	"strings"
 	"time"
@@ -14,8 +15,13 @@ var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 func newID(prefix string) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	var enc [26]byte       // idEncoding.EncodedLen(16)
-	idEncoding.Encode(enc[:], b[:])
+	return encodeID(prefix, b[:])
+}
+
+// encodeID returns prefix followed by the lower-case base32 of 16 bytes.
+func encodeID(prefix string, b []byte) string {
+	var enc [26]byte // idEncoding.EncodedLen(16)
+	idEncoding.Encode(enc[:], b)
 	for i, c := range enc {
 		if 'A' <= c && c <= 'Z' {
 			enc[i] = c + ('a' - 'A')
@@ -26,6 +32,21 @@ func newID(prefix string) string {
 	sb.WriteString(prefix)
 	sb.Write(enc[:])
 	return sb.String()
+}
+
+// derivedID returns prefix followed by 26 base32 characters of the
+// SHA-256 of parts: the same parts give the same ID, in any process.
+func derivedID(prefix string, parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		var n [8]byte
+		for i := range n {
+			n[i] = byte(len(p) >> (8 * i))
+		}
+		h.Write(n[:]) // length-prefixed: ("ab","c") and ("a","bc") differ
+		h.Write([]byte(p))
+	}
+	return encodeID(prefix, h.Sum(nil)[:16])
 }
 
 func nowMillis() int64 { return time.Now().UnixMilli() }
