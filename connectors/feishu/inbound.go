@@ -110,7 +110,13 @@ func (c *Connector) handleEvent(ctx context.Context, m *connector.Members[bindin
 	var errs []error
 	for _, mb := range m.Channels() {
 		if !mb.Channel.Authenticated() {
-			continue
+			if st := mb.Channel.Status(); st == protocol.StatusCreated || st == protocol.StatusAuthenticating {
+				// Its sign-in holds the app's connection but has not
+				// completed yet: fail the event so Feishu pushes it again
+				// rather than losing it (the others dedupe the re-push).
+				errs = append(errs, fmt.Errorf("channel %s: sign-in still in progress", mb.Channel.ID()))
+			}
+			continue // expired or revoked: not this channel's message
 		}
 		if err := c.publishOn(ctx, mb, &ev, p2p); err != nil {
 			errs = append(errs, fmt.Errorf("channel %s: %w", mb.Channel.ID(), err))
