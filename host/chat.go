@@ -61,7 +61,12 @@ func (rt *runtime) handleChat(ctx context.Context, s *session, env *protocol.Env
 		s.ack(env, delivery.RejectAck(p.MessageID, err))
 		return
 	}
-	v, err = rt.h.inbox.Commit(ctx, r.ucID, p.MessageID, content)
+	// The Agent has taken the message (its reply may be queued already):
+	// record that even when the socket or the host is stopping meanwhile,
+	// so that the ack says accepted, and a redelivery duplicate.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeGrace)
+	v, err = rt.h.inbox.Commit(cctx, r.ucID, p.MessageID, content)
+	cancel()
 	if err != nil {
 		s.ack(env, delivery.RejectAck(p.MessageID, err))
 		return
@@ -102,7 +107,9 @@ func (rt *runtime) handlePush(ctx context.Context, s *session, r *route, env *pr
 		rt.h.log.Warn("host: message.push not delivered", "card_id", rt.cardID, "message_id", p.MessageID, "err", err)
 		return
 	}
-	_, _ = rt.h.inbox.Commit(ctx, r.ucID, p.MessageID, content)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeGrace)
+	defer cancel()
+	_, _ = rt.h.inbox.Commit(cctx, r.ucID, p.MessageID, content)
 }
 
 // userMessage builds the Agent's message, downloading its files.

@@ -397,3 +397,38 @@ func TestDerivedID(t *testing.T) {
 		}
 	}
 }
+
+// TestChatStoppingHostAcksWhatItTook: the host stops while its Agent is
+// handling a message; the Agent completes, and the connector still gets
+// the accepted ack before the socket closes (otherwise it could expire a
+// message whose reply went out).
+func TestChatStoppingHostAcksWhatItTook(t *testing.T) {
+	t.Parallel()
+	f := newFakeConnector(t, "im.fake", "")
+	started, release := make(chan struct{}), make(chan struct{})
+	th := newTestHost(t, "", func(o *Options) {
+		o.Agent = AgentFunc(func(ctx context.Context, msg *UserMessage, reply ReplyStream) error {
+			close(started)
+			<-release // an Agent finishing its work as the host stops
+			return nil
+		})
+	})
+	th.admitOnline(t, f)
+	uc := th.signinRoom(t, "bo", "im.fake")
+	f.publish(uc.ChannelID, protocol.ChatMessagePayload{MessageID: "taken", Text: "hello"})
+	<-started
+	closed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		closed <- th.Close(ctx)
+	}()
+	time.Sleep(50 * time.Millisecond) // let Close cancel the session first
+	close(release)
+	if a := waitAck(t, f); a.MessageID != "taken" || a.Status != protocol.AckAccepted {
+		t.Fatalf("ack while stopping: %+v", a)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+}

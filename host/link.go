@@ -120,7 +120,7 @@ func (rt *runtime) serve(ctx context.Context, s *session) {
 	select {
 	case <-s.done:
 	case <-ctx.Done():
-		s.close("host closing")
+		s.stop()
 	}
 	rt.mu.Lock()
 	if rt.sess == s {

@@ -27,10 +27,14 @@ type session struct {
 	connectorID string
 	neg         *protocol.Negotiated
 
-	ctx    context.Context // ends when the socket ends
+	ctx    context.Context // ends when the socket ends or the host stops
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	done   chan struct{} // closed once every goroutine of the session stopped
+	// work counts the per-channel chat workers: when ctx ends, the socket
+	// stays open until the message each of them is handling is committed
+	// and acknowledged (a graceful stop loses no ack; see dial).
+	work sync.WaitGroup
+	done chan struct{} // closed once every goroutine of the session stopped
 
 	inbound chan *protocol.Envelope // bounded dispatch queue
 
@@ -66,6 +70,10 @@ type session struct {
 	// whose route is not bound to its record yet (see beginBind).
 	binds map[string]chan struct{}
 }
+
+// closeGrace bounds what a stopping session still does: the commit and
+// the ack of a chat message being handled, and the close handshake.
+const closeGrace = 5 * time.Second
 
 type pendingReq struct {
 	typ      string
@@ -108,11 +116,17 @@ func (rt *runtime) dial(ctx context.Context) (*session, error) {
 		idPrefix: newID(""),
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
+	// The socket outlives s.ctx: when the host stops, the chat messages
+	// being handled finish their commit and send their acks first, then
+	// the socket is closed after its queue is flushed. Otherwise the
+	// connector would never learn that a message it sent was taken, and
+	// could expire it while the host was down although its reply went out.
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		defer s.cancel()
-		_ = conn.Run(s.ctx, s.onFrame)
+		_ = conn.Run(runCtx, s.onFrame)
 	}()
 	go func() {
 		defer s.wg.Done()
@@ -123,7 +137,12 @@ func (rt *runtime) dial(ctx context.Context) (*session, error) {
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
+		s.work.Wait()
+		_ = conn.Close(websocket.StatusGoingAway, "host stopping")
+		t := time.AfterFunc(closeGrace, stopRun) // a peer that never answers the close
 		s.wg.Wait()
+		t.Stop()
+		stopRun()
 		close(s.done)
 	}()
 	return s, nil
@@ -161,6 +180,14 @@ func (s *session) hello(ctx context.Context) error {
 	s.connectorID = ack.ConnectorID
 	s.neg = protocol.Negotiate(card, rt.h.opts.SupportedProfiles)
 	return nil
+}
+
+// stop ends the session gracefully: the chat messages being handled are
+// committed and acknowledged, then the socket is closed after its queue
+// is flushed (see dial). It waits for every goroutine of the session.
+func (s *session) stop() {
+	s.cancel()
+	<-s.done
 }
 
 // close closes the socket and waits for every goroutine of the session.
@@ -430,14 +457,17 @@ func (s *session) toWorker(env *protocol.Envelope) {
 	if !ok && !s.closed && len(s.workers) < s.rt.h.opts.MaxChannelWorkers {
 		q = make(chan *protocol.Envelope, s.rt.h.opts.InboundQueue)
 		s.workers[ch] = q
-		s.wg.Add(1)
+		s.work.Add(1)
 		go func() {
-			defer s.wg.Done()
+			defer s.work.Done()
 			for {
 				select {
 				case <-s.ctx.Done():
 					return
 				case e := <-q:
+					if s.ctx.Err() != nil {
+						return // stopping: the rest are redelivered, unacked
+					}
 					s.rt.handleChat(s.ctx, s, e)
 				}
 			}
@@ -471,7 +501,10 @@ func (s *session) ack(msg *protocol.Envelope, p protocol.ChatAckPayload) {
 	if env.Payload, err = encodePayload(p); err != nil {
 		return
 	}
-	_ = s.send(s.ctx, env)
+	// Not s.ctx: a stopping host still acks what it took (see dial).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), closeGrace)
+	defer cancel()
+	_ = s.send(ctx, env)
 }
 
 // beginBind records that the connector acknowledged the sign-in of a
