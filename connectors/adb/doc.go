@@ -2,7 +2,7 @@
 // target type device, Device Profile v1): each channel is bound to one
 // Android device attached to an ADB server (127.0.0.1:5037 by default),
 // which the connector reaches with its own client of the ADB host
-// protocol (internal/adb), never through an adb binary or a shell.
+// protocol (package adbhost), never through an adb binary or a shell.
 //
 // A user signs in with the adb_device_binding form: the serial of a
 // device that `adb devices` lists. The sign-in checks that the device is

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector"
-	adbc "github.com/xconn/xconn/internal/adb"
+	adbc "github.com/xconn/xconn/connectors/adb/adbhost"
 	"github.com/xconn/xconn/protocol"
 )
 

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector"
-	adbc "github.com/xconn/xconn/internal/adb"
+	adbc "github.com/xconn/xconn/connectors/adb/adbhost"
 )
 
 // watch keeps the Descriptors of serial's channels current: it reads the

@@ -1,4 +1,4 @@
-package adb_test
+package adbhost_test
 
 import (
 	"bytes"
@@ -11,18 +11,18 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/xconn/xconn/connectors/adb/adbhost"
 	"github.com/xconn/xconn/connectors/adb/adbtest"
-	"github.com/xconn/xconn/internal/adb"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func start(t *testing.T) (*adbtest.Server, *adb.Client) {
+func start(t *testing.T) (*adbtest.Server, *adbhost.Client) {
 	t.Helper()
 	f := adbtest.New()
 	addr := f.Start()
 	t.Cleanup(f.Close)
-	c, err := adb.New(addr)
+	c, err := adbhost.New(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestVersionAndDevices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []adb.Device{
+	want := []adbhost.Device{
 		{Serial: "emulator-5554", State: "device", Product: "panther", Model: "sdk_gphone64", DeviceName: "panther", TransportID: "1", USB: "1-1"},
 		{Serial: "R58M123ABC", State: "unauthorized", TransportID: "2", USB: "1-2"},
 		{Serial: "192.168.1.20:5555", State: "offline", TransportID: "3", USB: "1-3"},
@@ -58,13 +58,13 @@ func TestVersionAndDevices(t *testing.T) {
 	if !slices.Equal(ds, want) {
 		t.Fatalf("devices\n%+v\nwant\n%+v", ds, want)
 	}
-	if _, err := c.Device(ctx(t), "nope"); !isKind(err, adb.KindNotFound) {
+	if _, err := c.Device(ctx(t), "nope"); !isKind(err, adbhost.KindNotFound) {
 		t.Fatalf("unknown serial: %v", err)
 	}
 }
 
-func isKind(err error, k adb.Kind) bool {
-	got, ok := adb.KindOf(err)
+func isKind(err error, k adbhost.Kind) bool {
+	got, ok := adbhost.KindOf(err)
 	return ok && got == k
 }
 
@@ -92,13 +92,13 @@ func TestExec(t *testing.T) {
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) {
 		t.Fatalf("screencap: %d bytes, %v", len(png), err)
 	}
-	if out, err := c.Exec(ctx(t), "s1", 8, "screencap", "-p"); !errors.Is(err, adb.ErrOutputLimit) || len(out) != 8 {
+	if out, err := c.Exec(ctx(t), "s1", 8, "screencap", "-p"); !errors.Is(err, adbhost.ErrOutputLimit) || len(out) != 8 {
 		t.Fatalf("limit: %d bytes, %v", len(out), err)
 	}
 	for _, tc := range []struct {
 		serial string
-		kind   adb.Kind
-	}{{"s2", adb.KindUnauthorized}, {"s3", adb.KindOffline}, {"gone", adb.KindNotFound}} {
+		kind   adbhost.Kind
+	}{{"s2", adbhost.KindUnauthorized}, {"s3", adbhost.KindOffline}, {"gone", adbhost.KindNotFound}} {
 		if _, err := c.Exec(ctx(t), tc.serial, 1<<10, "wm", "size"); !isKind(err, tc.kind) {
 			t.Errorf("%s: %v, want %v", tc.serial, err, tc.kind)
 		}
@@ -128,7 +128,7 @@ func TestExecTimeoutAndVanish(t *testing.T) {
 	if err != nil || len(part) >= len(full) {
 		t.Fatalf("vanished: %d of %d bytes, %v", len(part), len(full), err)
 	}
-	if _, err := c.Device(ctx(t), "s1"); !isKind(err, adb.KindNotFound) {
+	if _, err := c.Device(ctx(t), "s1"); !isKind(err, adbhost.KindNotFound) {
 		t.Fatalf("after vanishing: %v", err)
 	}
 }
@@ -137,11 +137,11 @@ func TestUnreachable(t *testing.T) {
 	f := adbtest.New()
 	addr := f.Start()
 	f.Close()
-	c, _ := adb.New(addr)
-	if _, err := c.Devices(ctx(t)); !isKind(err, adb.KindUnreachable) {
+	c, _ := adbhost.New(addr)
+	if _, err := c.Devices(ctx(t)); !isKind(err, adbhost.KindUnreachable) {
 		t.Fatalf("closed server: %v", err)
 	}
-	if _, err := adb.New("no-port"); err == nil {
+	if _, err := adbhost.New("no-port"); err == nil {
 		t.Fatal("an address without a port was accepted")
 	}
 }
@@ -149,24 +149,24 @@ func TestUnreachable(t *testing.T) {
 func TestParseDevices(t *testing.T) {
 	for _, tc := range []struct {
 		in      string
-		want    []adb.Device
+		want    []adbhost.Device
 		wantErr bool
 	}{
 		{"", nil, false},
 		{"\n\n", nil, false},
-		{"abc\tdevice\n", []adb.Device{{Serial: "abc", State: "device"}}, false},
-		{"abc                    device product:p model:M device:d transport_id:7\r\n", []adb.Device{{Serial: "abc", State: "device", Product: "p", Model: "M", DeviceName: "d", TransportID: "7"}}, false},
-		{"x no permissions (udev); see [http://a:b] usb:1 model:zz\n", []adb.Device{{Serial: "x", State: "no permissions"}}, false},
+		{"abc\tdevice\n", []adbhost.Device{{Serial: "abc", State: "device"}}, false},
+		{"abc                    device product:p model:M device:d transport_id:7\r\n", []adbhost.Device{{Serial: "abc", State: "device", Product: "p", Model: "M", DeviceName: "d", TransportID: "7"}}, false},
+		{"x no permissions (udev); see [http://a:b] usb:1 model:zz\n", []adbhost.Device{{Serial: "x", State: "no permissions"}}, false},
 		{"lonely\n", nil, true},
-		{"x unauthorized junk noval\n", []adb.Device{{Serial: "x", State: "unauthorized"}}, false},
+		{"x unauthorized junk noval\n", []adbhost.Device{{Serial: "x", State: "unauthorized"}}, false},
 	} {
-		got, err := adb.ParseDevices([]byte(tc.in))
+		got, err := adbhost.ParseDevices([]byte(tc.in))
 		if (err != nil) != tc.wantErr || !slices.Equal(got, tc.want) {
 			t.Errorf("%q: %+v, %v; want %+v (err %v)", tc.in, got, err, tc.want, tc.wantErr)
 		}
 	}
-	many := strings.Repeat("s device\n", adb.MaxDevices+1)
-	if got, err := adb.ParseDevices([]byte(many)); err == nil || len(got) != adb.MaxDevices {
+	many := strings.Repeat("s device\n", adbhost.MaxDevices+1)
+	if got, err := adbhost.ParseDevices([]byte(many)); err == nil || len(got) != adbhost.MaxDevices {
 		t.Fatalf("too many: %d, %v", len(got), err)
 	}
 }
@@ -174,28 +174,28 @@ func TestParseDevices(t *testing.T) {
 func TestReadStatus(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		kind adb.Kind
+		kind adbhost.Kind
 		ok   bool
 	}{
 		{"OKAY", 0, true},
-		{"FAIL000edevice offline", adb.KindOffline, false},
-		{"FAIL0016device 'abc' not found", adb.KindNotFound, false},
-		{"FAIL0000", adb.KindFail, false},
-		{"FAILzzzz", adb.KindProtocol, false},
-		{"WHAT", adb.KindProtocol, false},
+		{"FAIL000edevice offline", adbhost.KindOffline, false},
+		{"FAIL0016device 'abc' not found", adbhost.KindNotFound, false},
+		{"FAIL0000", adbhost.KindFail, false},
+		{"FAILzzzz", adbhost.KindProtocol, false},
+		{"WHAT", adbhost.KindProtocol, false},
 	} {
-		err := adb.ReadStatus(strings.NewReader(tc.in))
+		err := adbhost.ReadStatus(strings.NewReader(tc.in))
 		if tc.ok {
 			if err != nil {
 				t.Errorf("%q: %v", tc.in, err)
 			}
 			continue
 		}
-		if k, ok := adb.KindOf(err); !ok || k != tc.kind {
+		if k, ok := adbhost.KindOf(err); !ok || k != tc.kind {
 			t.Errorf("%q: %v, want kind %v", tc.in, err, tc.kind)
 		}
 	}
-	if err := adb.ReadStatus(strings.NewReader("OK")); err == nil {
+	if err := adbhost.ReadStatus(strings.NewReader("OK")); err == nil {
 		t.Error("a short status was accepted")
 	}
 }
@@ -210,11 +210,11 @@ func TestQuote(t *testing.T) {
 		{"A=B", "'A=B'"},
 		{"~", "'~'"},
 	} {
-		if got := adb.Quote(tc.in); got != tc.want {
+		if got := adbhost.Quote(tc.in); got != tc.want {
 			t.Errorf("Quote(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
-	if got := adb.EncodeRequest("host:version"); got != "000chost:version" {
+	if got := adbhost.EncodeRequest("host:version"); got != "000chost:version" {
 		t.Errorf("EncodeRequest: %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-// Package adb is a small client of the Android Debug Bridge host protocol:
+// Package adbhost is a small client of the Android Debug Bridge host protocol:
 // the protocol an adb client speaks to the ADB server (by default on
 // 127.0.0.1:5037), which forwards requests to the attached devices. It is
 // what the device.adb connector uses; it is not a general adb replacement.
@@ -16,7 +16,7 @@
 // without sharing state; a [Client] is safe for concurrent use. Every read
 // is bounded (payloads by [MaxPayload], command output by the caller's
 // limit) and every connection carries the deadline of its context.
-package adb
+package adbhost
 
 import (
 	"context"

@@ -1,12 +1,12 @@
-package adb_test
+package adbhost_test
 
 import (
 	"bytes"
 	"slices"
 	"testing"
 
+	"github.com/xconn/xconn/connectors/adb/adbhost"
 	"github.com/xconn/xconn/connectors/adb/adbtest"
-	"github.com/xconn/xconn/internal/adb"
 )
 
 // FuzzParseDevices: any payload parses without panicking into at most
@@ -17,11 +17,11 @@ func FuzzParseDevices(f *testing.F) {
 	f.Add([]byte("R58 unauthorized usb:1-1 transport_id:2\nx\tno permissions (udev); see [http://x]\n"))
 	f.Add([]byte("\r\n \t\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ds, err := adb.ParseDevices(b)
-		if len(ds) > adb.MaxDevices {
+		ds, err := adbhost.ParseDevices(b)
+		if len(ds) > adbhost.MaxDevices {
 			t.Fatalf("%d devices", len(ds))
 		}
-		if err != nil && len(ds) > 0 && len(ds) < adb.MaxDevices {
+		if err != nil && len(ds) > 0 && len(ds) < adbhost.MaxDevices {
 			t.Fatalf("devices with an error: %v", err)
 		}
 		for _, d := range ds {
@@ -41,10 +41,10 @@ func FuzzReadStatus(f *testing.F) {
 	f.Add([]byte("OKAY0004002a"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r := bytes.NewReader(b)
-		if err := adb.ReadStatus(r); err == nil && !bytes.HasPrefix(b, []byte("OKAY")) {
+		if err := adbhost.ReadStatus(r); err == nil && !bytes.HasPrefix(b, []byte("OKAY")) {
 			t.Fatalf("%q accepted", b)
 		}
-		if p, err := adb.ReadPayload(bytes.NewReader(b)); err == nil && len(p) > adb.MaxPayload {
+		if p, err := adbhost.ReadPayload(bytes.NewReader(b)); err == nil && len(p) > adbhost.MaxPayload {
 			t.Fatalf("payload of %d bytes", len(p))
 		}
 	})
@@ -62,9 +62,9 @@ func FuzzQuote(f *testing.F) {
 			return // exec: requests are single lines; the connector refuses these
 		}
 		argv := []string{"cmd", a, b}
-		got, err := adbtest.SplitCommand(adb.CommandLine(argv))
+		got, err := adbtest.SplitCommand(adbhost.CommandLine(argv))
 		if err != nil || !slices.Equal(got, argv) {
-			t.Fatalf("%q -> %q -> %q, %v", argv, adb.CommandLine(argv), got, err)
+			t.Fatalf("%q -> %q -> %q, %v", argv, adbhost.CommandLine(argv), got, err)
 		}
 	})
 }

@@ -1,21 +1,21 @@
-package adb_test
+package adbhost_test
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/xconn/xconn/connectors/adb/adbhost"
 	"github.com/xconn/xconn/connectors/adb/adbtest"
-	"github.com/xconn/xconn/internal/adb"
 )
 
 // List the devices of an ADB server and run one command on a usable one;
 // every argument reaches the device's shell quoted.
 func ExampleClient_Exec() {
-	fake := adbtest.New() // a real server: adb.New(adb.DefaultAddr)
+	fake := adbtest.New() // a real server: adbhost.New(adbhost.DefaultAddr)
 	fake.AddDevice(adbtest.Device{Serial: "emulator-5554", Model: "Pixel 7"})
 	defer fake.Close()
-	c, err := adb.New(fake.Start())
+	c, err := adbhost.New(fake.Start())
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -34,7 +34,7 @@ func ExampleClient_Exec() {
 		out, err := c.Exec(ctx, d.Serial, 1<<10, "getprop", "ro.product.model")
 		fmt.Printf("%s %s %q %v\n", d.Serial, d.State, out, err)
 	}
-	fmt.Println(adb.CommandLine([]string{"input", "text", "it's"}))
+	fmt.Println(adbhost.CommandLine([]string{"input", "text", "it's"}))
 	// Output:
 	// emulator-5554 device "Pixel 7\n" <nil>
 	// input text 'it'\''s'
