@@ -142,6 +142,9 @@ func (a *botAPI) retry(ctx context.Context, method string, req func(context.Cont
 	}
 }
 
+// maxRetryAfter caps parameters.retry_after, in seconds (one day).
+const maxRetryAfter = 24 * 60 * 60
+
 // do sends one request and decodes its answer.
 func (a *botAPI) do(ctx context.Context, token, method, contentType string, body io.Reader, out any) error {
 	if _, ok := ctx.Deadline(); !ok && method != "getUpdates" {
@@ -174,7 +177,9 @@ func (a *botAPI) do(ctx context.Context, token, method, contentType string, body
 			e.Code = res.StatusCode
 		}
 		if r.Parameters != nil && r.Parameters.RetryAfter > 0 {
-			e.RetryAfter = time.Duration(r.Parameters.RetryAfter) * time.Second
+			// Capped: a huge value would overflow into a negative wait,
+			// and the poller would then ask again at once, in a loop.
+			e.RetryAfter = time.Duration(min(r.Parameters.RetryAfter, maxRetryAfter)) * time.Second
 		}
 		return e
 	}
