@@ -59,6 +59,35 @@ func FuzzCombine(f *testing.F) {
 			if len(lc.parts) > maxParts {
 				t.Fatalf("%d partial payloads held", len(lc.parts))
 			}
+			held := 0
+			for _, p := range lc.parts {
+				for _, b := range p.parts {
+					held += len(b)
+				}
+			}
+			if held != lc.partLen || held > maxPartBytes {
+				t.Fatalf("%d bytes held, %d counted, bound %d", held, lc.partLen, maxPartBytes)
+			}
 		}
 	})
+}
+
+// TestCombineBoundedInBytes: a split payload that would hold more than
+// maxPartBytes is dropped whole (Feishu pushes it again, unacked), and
+// the bytes it held are freed for the next one.
+func TestCombineBoundedInBytes(t *testing.T) {
+	lc := &longConn{parts: map[string]*partial{}}
+	big := bytes.Repeat([]byte{'x'}, maxFrameBytes)
+	for seq := range 3 {
+		if out := lc.combine("huge", 3, seq, big); out != nil {
+			t.Fatalf("part %d: reassembled %d bytes past the bound", seq, len(out))
+		}
+	}
+	if lc.partLen != 0 || len(lc.parts) != 0 {
+		t.Fatalf("after the drop: %d bytes in %d partials", lc.partLen, len(lc.parts))
+	}
+	lc.combine("ok", 2, 1, []byte("b"))
+	if out := lc.combine("ok", 2, 0, []byte("a")); string(out) != "ab" || lc.partLen != 0 {
+		t.Fatalf("next payload: %q, %d bytes held", out, lc.partLen)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -47,6 +48,12 @@ const (
 	partWindow = 5 * time.Second
 	// maxFrameBytes bounds one frame read.
 	maxFrameBytes = 4 << 20
+	// maxPartBytes bounds the bytes of all split payloads being
+	// reassembled, and so the size of one reassembled event.
+	maxPartBytes = 8 << 20
+	// maxQueueBytes bounds the payload bytes of the events waiting for the
+	// worker; beyond it an event is acked 500, as when the queue is full.
+	maxQueueBytes = 16 << 20
 )
 
 // bootstrap asks for the long connection's URL (§5.1).
@@ -152,6 +159,7 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
 type partial struct {
 	parts [][]byte
+	size  int // bytes held in parts
 	first time.Time
 }
 
@@ -164,6 +172,8 @@ type longConn struct {
 	service int32
 	queue   chan larkws.Frame
 	parts   map[string]*partial // only the read loop touches it
+	partLen int                 // bytes held in parts; only the read loop touches it
+	queued  atomic.Int64        // payload bytes in queue
 	reset   chan struct{}
 
 	mu       sync.Mutex
@@ -248,9 +258,16 @@ func (lc *longConn) readLoop(ctx context.Context) error {
 				}
 				f.Payload = pl
 			}
+			n := int64(len(f.Payload))
+			if lc.queued.Add(n) > maxQueueBytes {
+				lc.queued.Add(-n)
+				lc.ack(ctx, f, http.StatusInternalServerError, 0) // Feishu pushes it again
+				continue
+			}
 			select {
 			case lc.queue <- f:
 			default:
+				lc.queued.Add(-n)
 				lc.ack(ctx, f, http.StatusInternalServerError, 0) // Feishu pushes it again
 			}
 		}
@@ -262,7 +279,7 @@ func (lc *longConn) combine(id string, sum, seq int, b []byte) []byte {
 	now := time.Now()
 	for k, p := range lc.parts {
 		if now.Sub(p.first) > partWindow {
-			delete(lc.parts, k)
+			lc.dropPartial(k)
 		}
 	}
 	if sum > 64 || seq < 0 || seq >= sum {
@@ -279,16 +296,33 @@ func (lc *longConn) combine(id string, sum, seq int, b []byte) []byte {
 	if len(p.parts) != sum {
 		return nil
 	}
+	grow := len(b) - len(p.parts[seq]) // a repeated part replaces the earlier one
+	if lc.partLen+grow > maxPartBytes {
+		lc.dropPartial(id) // too large to reassemble: its event is never acked, Feishu pushes it again
+		return nil
+	}
 	p.parts[seq] = b
-	var out []byte
+	p.size += grow
+	lc.partLen += grow
 	for _, part := range p.parts {
 		if part == nil {
 			return nil
 		}
+	}
+	out := make([]byte, 0, p.size)
+	for _, part := range p.parts {
 		out = append(out, part...)
 	}
-	delete(lc.parts, id)
+	lc.dropPartial(id)
 	return out
+}
+
+// dropPartial forgets the split payload id.
+func (lc *longConn) dropPartial(id string) {
+	if p := lc.parts[id]; p != nil {
+		lc.partLen -= p.size
+		delete(lc.parts, id)
+	}
 }
 
 // worker handles events in order and acks each (§5.4): 200 once the
@@ -299,6 +333,7 @@ func (lc *longConn) worker(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case f := <-lc.queue:
+			lc.queued.Add(-int64(len(f.Payload)))
 			start := time.Now()
 			code := http.StatusOK
 			if err := lc.c.handleEvent(ctx, lc.m, f.Payload); err != nil {
