@@ -29,7 +29,10 @@ type session struct {
 
 	ctx    context.Context // ends when the socket ends or the host stops
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// detached is ctx without its cancellation, for the acks of a
+	// stopping session.
+	detached context.Context
+	wg       sync.WaitGroup
 	// work counts the per-channel chat workers: when ctx ends, the socket
 	// stays open until the message each of them is handling is committed
 	// and acknowledged (a graceful stop loses no ack; see dial).
@@ -116,6 +119,7 @@ func (rt *runtime) dial(ctx context.Context) (*session, error) {
 		idPrefix: newID(""),
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.detached = context.WithoutCancel(s.ctx)
 	// The socket outlives s.ctx: when the host stops, the chat messages
 	// being handled finish their commit and send their acks first, then
 	// the socket is closed after its queue is flushed. Otherwise the
@@ -501,10 +505,10 @@ func (s *session) ack(msg *protocol.Envelope, p protocol.ChatAckPayload) {
 	if env.Payload, err = encodePayload(p); err != nil {
 		return
 	}
-	// Not s.ctx: a stopping host still acks what it took (see dial).
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), closeGrace)
-	defer cancel()
-	_ = s.send(ctx, env)
+	// Not s.ctx: a stopping host still acks what it took (see dial). A
+	// send waits only while the queue is full, at most until the socket
+	// closes, which a stop does within closeGrace.
+	_ = s.send(s.detached, env)
 }
 
 // beginBind records that the connector acknowledged the sign-in of a
