@@ -444,8 +444,13 @@ func (r *chaosRun) run(ctx context.Context) (chaos.Result, error) {
 	if ctx.Err() != nil {
 		return chaos.Result{}, ctx.Err()
 	}
-	// No new tool call from here on; the ones in flight finish first.
+	// No new tool call from here on; the ones in flight finish first. A
+	// call the host began just before the pause file appeared is in the
+	// journal within microseconds, and read from it within the tailer's
+	// 100 ms: wait that out before asking what is pending (a 30-minute run
+	// stopped with a call started 20 ms before, and counted it lost).
 	_ = os.WriteFile(r.pauseFile(), nil, 0o600)
+	sleepCtx(ctx, time.Second)
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		if _, _, tools := r.chk.Pending(); tools == 0 {
 			break

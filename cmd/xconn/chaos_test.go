@@ -59,12 +59,21 @@ func runChaosTest(t *testing.T, args ...string) {
 }
 
 // TestChaosShort is the short run of the normal suite: 30 s of faults on
-// SQLite, then the drain.
+// SQLite, then the drain; and the same on PostgreSQL with two connectors
+// and failover when XCONN_TEST_POSTGRES is set.
 func TestChaosShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the chaos run takes about a minute")
 	}
-	runChaosTest(t, "--duration", "30s", "--min-gap", "1500ms", "--max-gap", "5s", "--seed", "20")
+	args := []string{"--duration", "30s", "--min-gap", "1500ms", "--max-gap", "5s", "--seed", "20"}
+	t.Run("sqlite", func(t *testing.T) { runChaosTest(t, args...) })
+	t.Run("postgres-failover", func(t *testing.T) {
+		dsn := os.Getenv("XCONN_TEST_POSTGRES")
+		if dsn == "" {
+			t.Skip("XCONN_TEST_POSTGRES is unset: no failover run")
+		}
+		runChaosTest(t, append(args, "--store", dsn)...)
+	})
 }
 
 // TestChaosCI is the CI-sized run, only when XCONN_CHAOS_CI is set: two
