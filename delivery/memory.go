@@ -229,6 +229,20 @@ func (m *MemoryStorage) OutboxFinish(_ context.Context, o Outcome) (bool, error)
 	return true, nil
 }
 
+// OutboxAmendExpired implements [OutboxAmendStorage].
+func (m *MemoryStorage) OutboxAmendExpired(_ context.Context, o Outcome) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.index(o.Queue, o.Channel, o.MessageID) >= 0 {
+		return false, nil
+	}
+	if prev, ok := m.findOutcome(o.Queue, o.Channel, o.MessageID); !ok || prev.Kind != OutcomeExpired {
+		return false, nil
+	}
+	m.record(o)
+	return true, nil
+}
+
 // OutboxFinishNext implements [OutboxFinishNextStorage].
 func (m *MemoryStorage) OutboxFinishNext(_ context.Context, o Outcome) (bool, Entry, bool, error) {
 	m.mu.Lock()

@@ -509,3 +509,51 @@ func TestOutboxWorkerHandsBackABusyChannel(t *testing.T) {
 		}
 	})
 }
+
+// TestOutboxDeliveryAcceptedAfterExpiryIsDelivered: an attempt starts
+// before its entry's expiry and is accepted after it, while an enqueue on
+// the same channel has removed the entry as expired. The receiver took the
+// message, so the recorded outcome ends as delivered (a chaos run reported
+// an accepted message as expired).
+func TestOutboxDeliveryAcceptedAfterExpiryIsDelivered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ob *delivery.Outbox
+		var mu sync.Mutex
+		var seen []delivery.OutcomeKind
+		r := &recorder{answer: func(e delivery.Entry, n int) error {
+			if e.MessageID == "slow" {
+				time.Sleep(70 * time.Second) // the ack comes after the expiry
+				if _, err := ob.Enqueue(context.Background(), "A", "next", []byte("next")); err != nil {
+					t.Error(err)
+				}
+			}
+			return nil
+		}}
+		ob = newOutbox(t, delivery.NewMemoryStorage(0), r, func(o *delivery.OutboxOptions) {
+			o.TTL = time.Minute
+			o.OnOutcome = func(oc delivery.Outcome) {
+				if oc.MessageID == "slow" {
+					mu.Lock()
+					seen = append(seen, oc.Kind)
+					mu.Unlock()
+				}
+			}
+		})
+		enqueue(t, ob, "A", "slow")
+		startOutbox(t, ob)
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		o, ok, _ := ob.Outcome(context.Background(), "A", "slow")
+		if !ok || o.Kind != delivery.OutcomeDelivered {
+			t.Fatalf("outcome = %+v %v, want delivered", o, ok)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen) != 2 || seen[0] != delivery.OutcomeExpired || seen[1] != delivery.OutcomeDelivered {
+			t.Fatalf("observed %v, want expired then delivered", seen)
+		}
+		if got := r.attempts(); len(got) != 2 || got[0] != "A/slow" || got[1] != "A/next" {
+			t.Fatalf("attempts %v", got)
+		}
+	})
+}

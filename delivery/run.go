@@ -545,10 +545,29 @@ func (o *Outbox) finish(ctx context.Context, h Entry, oc Outcome, now time.Time,
 		// The entry stays pending; it is sent again after a pause.
 		return attemptResult{retryAt: o.clock.Now().Add(o.opts.Backoff.Base)}
 	case !ok:
+		if oc.Kind == OutcomeDelivered {
+			o.amendExpired(ctx, oc)
+		}
 		return attemptResult{gone: true}
 	}
 	o.observe(oc)
 	return r
+}
+
+// amendExpired records a delivery whose entry was expired while its
+// attempt was in flight (see [OutboxAmendStorage]).
+func (o *Outbox) amendExpired(ctx context.Context, oc Outcome) {
+	am, ok := o.opts.Storage.(OutboxAmendStorage)
+	if !ok {
+		return
+	}
+	done, err := am.OutboxAmendExpired(ctx, oc)
+	switch {
+	case err != nil:
+		o.setLastError("amend outcome: " + err.Error())
+	case done:
+		o.observe(oc)
+	}
 }
 
 // sweep expires entries in bounded batches and prunes the history.

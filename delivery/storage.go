@@ -56,6 +56,20 @@ type OutboxStorage interface {
 	OutboxDeleteChannel(ctx context.Context, queue, channel string) (int, error)
 }
 
+// OutboxAmendStorage is an optional extension of [OutboxStorage]. An
+// attempt that started before its entry's expiry can be accepted by the
+// receiver after it, while the expiry sweep (or an enqueue on the same
+// channel) has already removed the entry as expired: the receiver took the
+// message, so the sender must report it delivered, not expired. A storage
+// that implements this lets the Outbox correct that record. *store.DB and
+// *MemoryStorage implement it.
+type OutboxAmendStorage interface {
+	// OutboxAmendExpired records o for its key when the key has no pending
+	// entry and its recorded outcome is OutcomeExpired; it reports whether
+	// it did.
+	OutboxAmendExpired(ctx context.Context, o Outcome) (bool, error)
+}
+
 // OutboxHeadStorage is an optional extension of [OutboxStorage]: a storage
 // that can read one channel's head lets a delivery worker go on with the
 // next entry of the channel it just delivered, without a new read of every

@@ -289,6 +289,26 @@ func (db *DB) OutboxFinish(ctx context.Context, o delivery.Outcome) (bool, error
 	return req.ok, err
 }
 
+// OutboxAmendExpired implements delivery.OutboxAmendStorage: it replaces
+// an expired outcome of a key with no pending entry by o.
+func (db *DB) OutboxAmendExpired(ctx context.Context, o delivery.Outcome) (bool, error) {
+	done := false
+	err := db.batch(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, db.q(`UPDATE outbox_outcomes SET kind = ?, code = ?, message = ?, attempts = ?, at = ?
+			WHERE queue = ? AND channel = ? AND message_id = ? AND kind = ?
+			AND NOT EXISTS (SELECT 1 FROM outbox WHERE queue = ? AND channel = ? AND message_id = ?)`),
+			string(o.Kind), string(o.Code), o.Message, o.Attempts, ts(o.At),
+			o.Queue, o.Channel, o.MessageID, string(delivery.OutcomeExpired),
+			o.Queue, o.Channel, o.MessageID)
+		if err != nil {
+			return fmt.Errorf("store: amend outcome: %w", err)
+		}
+		done = affected(res) > 0
+		return nil
+	})
+	return done, err
+}
+
 // OutboxFinishNext implements delivery.OutboxFinishNextStorage (group
 // committed on SQLite): OutboxFinish and the channel's new head in one
 // transaction.

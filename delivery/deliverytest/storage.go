@@ -36,6 +36,7 @@ func TestStorage(t *testing.T, open func(t *testing.T) delivery.Storage) {
 		{"CapacityEviction", testCapacityEviction},
 		{"ExpiryAtEnqueue", testExpiryAtEnqueue},
 		{"ExpireSweep", testExpireSweep},
+		{"AmendExpired", testAmendExpired},
 		{"OutcomeHistory", testOutcomeHistory},
 		{"DeleteChannel", testDeleteChannel},
 		{"InboxRecord", testInboxRecord},
@@ -332,6 +333,40 @@ func testExpireSweep(t *testing.T, s delivery.Storage) {
 	}
 	if n := must(s.OutboxPending(ctx, "q"))(t); n != 2 {
 		t.Fatalf("pending = %d, want 2", n)
+	}
+}
+
+// testAmendExpired: a delivery whose entry was expired meanwhile replaces
+// the expired outcome, and nothing else (a pending key, another outcome).
+func testAmendExpired(t *testing.T, s delivery.Storage) {
+	am, ok := s.(delivery.OutboxAmendStorage)
+	if !ok {
+		t.Skip("the storage does not implement delivery.OutboxAmendStorage")
+	}
+	ctx := context.Background()
+	must(s.OutboxEnqueue(ctx, entry("q", "c", "old", t0, time.Minute), 10, t0))(t)
+	must(s.OutboxEnqueue(ctx, entry("q", "c", "live", t0, time.Hour), 10, t0))(t)
+	must(s.OutboxExpire(ctx, "q", t0.Add(2*time.Minute), 10))(t)
+	at := t0.Add(3 * time.Minute)
+	del := func(id string) delivery.Outcome {
+		return delivery.Outcome{Queue: "q", Channel: "c", MessageID: id, Kind: delivery.OutcomeDelivered, Attempts: 1,
+			CreatedAt: t0, ExpiresAt: t0.Add(time.Minute), At: at}
+	}
+	if done := must(am.OutboxAmendExpired(ctx, del("live")))(t); done {
+		t.Fatal("amended a pending key")
+	}
+	if done := must(am.OutboxAmendExpired(ctx, del("never")))(t); done {
+		t.Fatal("amended a key without an outcome")
+	}
+	if done := must(am.OutboxAmendExpired(ctx, del("old")))(t); !done {
+		t.Fatal("the expired outcome was not amended")
+	}
+	o, ok, err := s.OutboxOutcome(ctx, "q", "c", "old")
+	if err != nil || !ok || o.Kind != delivery.OutcomeDelivered || o.Attempts != 1 || !o.At.Equal(at) {
+		t.Fatalf("outcome = %+v %v %v, want delivered at %v", o, ok, err, at)
+	}
+	if done := must(am.OutboxAmendExpired(ctx, del("old")))(t); done {
+		t.Fatal("amended a delivered outcome again")
 	}
 }
 
