@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+
+	"github.com/xconn/xconn/internal/jsonbytes"
 )
 
 // Envelope is the data-plane packet envelope (section 7). Every WebSocket text
@@ -36,6 +38,9 @@ type ErrorBody struct {
 // DecodeEnvelope decodes one packet. It fails only on malformed JSON or
 // mistyped fields; call [ValidateEnvelope] for the envelope rules.
 func DecodeEnvelope(data []byte) (*Envelope, error) {
+	if isNull(jsonbytes.TrimSpace(data)) { // UnmarshalJSON takes null as "no value"; a packet is an object
+		return nil, &Error{Code: CodeInvalidPacket, Message: "malformed packet: a packet is a JSON object, not null"}
+	}
 	var e Envelope
 	if err := json.Unmarshal(data, &e); err != nil {
 		return nil, &Error{Code: CodeInvalidPacket, Message: "malformed packet: " + err.Error()}
@@ -83,8 +88,13 @@ func (e *Envelope) Reply(typ string) *Envelope {
 
 // UnmarshalJSON decodes an envelope in one pass over its members; unknown
 // members go to Extensions. It has the semantics of encoding/json for the
-// declared members (null leaves a field unset, a mistyped value is an error).
+// declared members (null leaves a field unset, a mistyped value is an error)
+// and for the whole value (null leaves e as it is; [DecodeEnvelope] refuses
+// it, a packet being an object).
 func (e *Envelope) UnmarshalJSON(b []byte) error {
+	if isNull(jsonbytes.TrimSpace(b)) {
+		return nil // the encoding/json convention: null leaves the value as it is
+	}
 	if !json.Valid(b) {
 		var v any
 		return json.Unmarshal(b, &v) // the same syntax error encoding/json reports

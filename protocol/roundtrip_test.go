@@ -93,6 +93,11 @@ func TestEnvelopeHelpers(t *testing.T) {
 	if _, err := DecodeEnvelope([]byte(`{"schema":`)); CodeOf(err, "") != CodeInvalidPacket {
 		t.Fatalf("malformed: %v", err)
 	}
+	for _, s := range []string{"null", " null\n", "[]", `"x"`} {
+		if _, err := DecodeEnvelope([]byte(s)); CodeOf(err, "") != CodeInvalidPacket {
+			t.Fatalf("%q is no packet, got %v", s, err)
+		}
+	}
 	var empty EmptyPayload
 	if err := (&Envelope{Type: TypePing}).DecodePayload(&empty); err != nil {
 		t.Fatalf("absent payload: %v", err)
