@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/xconn/xconn/internal/jsonbytes"
 )
 
 // Extensions holds the members of a JSON object that its Go type does not
@@ -19,6 +21,9 @@ type Extensions map[string]json.RawMessage
 // declare into *ext. Finding them costs one scan of the top-level members,
 // not a second decode.
 func decodeWithExtensions(data []byte, plain any, ext *Extensions) error {
+	if isNull(jsonbytes.TrimSpace(data)) {
+		return nil // the encoding/json convention: null leaves the value as it is
+	}
 	t := reflect.TypeOf(plain).Elem()
 	var variants bool // a member whose name differs from a declared one only in case
 	if json.Valid(data) {
