@@ -1,11 +1,14 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,7 +16,7 @@ import (
 	"github.com/xconn/xconn/delivery"
 )
 
-// Grouped operations of the SQLite committer. The outbox enqueues, the
+// Grouped operations of the committer. The outbox enqueues, the
 // outbox finishes (one per ack) and the inbox puts (one per received
 // message) waiting in one batch run as a few statements for all of them
 // instead of one to three each: enqueues as one INSERT; finishes as one
@@ -21,6 +24,12 @@ import (
 // of the channels' next heads; inbox puts as one INSERT of the records
 // and one update of the channels' record counts. Results are the same as
 // running the operations one after the other in batch order.
+//
+// On PostgreSQL, where each statement is a network round trip, the
+// enqueues first take their channels' advisory locks (one statement, in
+// the order the one-by-one path takes them) and read the channels' pending
+// counts and earliest expiries (one statement) where SQLite asks the
+// writer's channel cache. A lone operation runs alone there.
 
 // gcGroups names the group of an operation: exactly one field is set.
 type gcGroups struct {
@@ -76,6 +85,7 @@ const (
 	mObHeads                  // the channels' next heads
 	mInInsert                 // inbox records
 	mInCount                  // inbox record counts
+	mObChans                  // the channels' pending counts and earliest expiries (PostgreSQL)
 	numMany
 )
 
@@ -85,12 +95,21 @@ const maxManyRows = 256
 // manyBuckets is the number of power-of-two sizes up to maxManyRows.
 const manyBuckets = 9
 
-var manyCols = [numMany]int{9, 3, 10, 2, 5, 3}
+var manyCols = [numMany]int{9, 3, 10, 2, 5, 3, 2}
 
-// manySQL returns the text of kind k for rows rows.
-func manySQL(k manyKind, rows int) string {
+// manyTypes are the PostgreSQL types of each kind's columns: a parameter
+// in VALUES has no type of its own there ("t" text, "b" bytea, "i" bigint).
+var manyTypes = [numMany]string{"tttbiiiit", "ttt", "ttttttiiii", "tt", "tttti", "tti", "tt"}
+
+// manySQL returns the text of kind k for rows rows in dialect d. On
+// PostgreSQL every parameter is cast to its column's type, and the
+// inserted outbox rows carry their VALUES position as a constant, so that
+// seq follows it whatever plan the server picks.
+func manySQL(d dialect, k manyKind, rows int) string {
 	var b strings.Builder
 	cols := manyCols[k]
+	pg := d == dialectPostgres
+	n := 0
 	for i := range rows {
 		if i > 0 {
 			b.WriteByte(',')
@@ -100,7 +119,23 @@ func manySQL(k manyKind, rows int) string {
 			if c > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteByte('?')
+			if !pg {
+				b.WriteByte('?')
+				continue
+			}
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			switch manyTypes[k][c] {
+			case 't':
+				b.WriteString("::text")
+			case 'b':
+				b.WriteString("::bytea")
+			default:
+				b.WriteString("::bigint")
+			}
+		}
+		if pg && k == mObInsert {
+			b.WriteString("," + strconv.Itoa(i))
 		}
 		b.WriteByte(')')
 	}
@@ -108,10 +143,19 @@ func manySQL(k manyKind, rows int) string {
 	switch k {
 	case mObInsert:
 		// Rows are inserted in VALUES order, so seq follows it.
+		sel, order := "v.*", ""
+		if pg {
+			sel, order = "v.column1, v.column2, v.column3, v.column4, v.column5, v.column6, v.column7, v.column8, v.column9", " ORDER BY v.column10"
+		}
 		return `INSERT INTO outbox (queue, channel, message_id, payload, created_at, expires_at, attempts, next_attempt, last_error)
-			SELECT v.* FROM (VALUES ` + v + `) v WHERE v.column1 IS NOT NULL
-			AND NOT EXISTS (SELECT 1 FROM outbox_outcomes o WHERE o.queue = v.column1 AND o.channel = v.column2 AND o.message_id = v.column3)
+			SELECT ` + sel + ` FROM (VALUES ` + v + `) v WHERE v.column1 IS NOT NULL
+			AND NOT EXISTS (SELECT 1 FROM outbox_outcomes o WHERE o.queue = v.column1 AND o.channel = v.column2 AND o.message_id = v.column3)` + order + `
 			ON CONFLICT (queue, channel, message_id) DO NOTHING RETURNING seq, queue, channel, message_id`
+	case mObChans:
+		return `SELECT v.column1, v.column2,
+			(SELECT COUNT(*) FROM outbox o WHERE o.queue = v.column1 AND o.channel = v.column2),
+			(SELECT MIN(expires_at) FROM outbox o WHERE o.queue = v.column1 AND o.channel = v.column2)
+			FROM (VALUES ` + v + `) v WHERE v.column1 IS NOT NULL`
 	case mObFinish:
 		return `DELETE FROM outbox WHERE (queue, channel, message_id) IN (VALUES ` + v + `) RETURNING queue, channel, message_id`
 	case mOcInsert:
@@ -159,7 +203,7 @@ func (db *DB) prepareMany(k manyKind, n int) error {
 		if have {
 			continue
 		}
-		st, err := db.w.PrepareContext(context.Background(), manySQL(k, 1<<idx))
+		st, err := db.w.PrepareContext(context.Background(), manySQL(db.dialect, k, 1<<idx))
 		if err != nil {
 			return fmt.Errorf("store: prepare: %w", err)
 		}
@@ -240,10 +284,14 @@ func (db *DB) manyQuery(tx *sql.Tx, k manyKind, rows [][]any, scan func(*sql.Row
 // prepareGroups prepares, before the batch's transaction, the multi-row
 // statements its groups may need.
 func (db *DB) prepareGroups(enqs, fins, inbs int) error {
+	chans := 0
+	if db.cache == nil { // PostgreSQL reads the enqueues' channels (SQLite's cache answers)
+		chans = enqs
+	}
 	for _, p := range []struct {
 		k manyKind
 		n int
-	}{{mObInsert, enqs}, {mObFinish, fins}, {mOcInsert, fins}, {mObHeads, fins}, {mInInsert, inbs}, {mInCount, inbs}} {
+	}{{mObInsert, enqs}, {mObChans, chans}, {mObFinish, fins}, {mOcInsert, fins}, {mObHeads, fins}, {mInInsert, inbs}, {mInCount, inbs}} {
 		if err := db.prepareMany(p.k, p.n); err != nil {
 			return err
 		}
@@ -263,6 +311,13 @@ func (db *DB) enqueueGroup(tx *sql.Tx, ops []*gcOp) error {
 		added int
 	}
 	chans := make(map[chanKey]*chanState, len(ops))
+	var infos map[chanKey]chanInfo
+	if db.cache == nil { // PostgreSQL: no cache, read under the channels' locks
+		var err error
+		if infos, err = db.lockedChanInfos(tx, ops); err != nil {
+			return err
+		}
+	}
 	simple := true
 	for _, op := range ops {
 		r := op.grp.enq
@@ -271,8 +326,13 @@ func (db *DB) enqueueGroup(tx *sql.Tx, ops []*gcOp) error {
 		k := chanKey{e.Queue, e.Channel}
 		st := chans[k]
 		if st == nil {
-			ci, err := db.cache.get(ctx, db, tx, e.Queue, e.Channel)
-			if err != nil {
+			ci, ok := infos[k]
+			if infos == nil {
+				var err error
+				if ci, err = db.cache.get(ctx, db, tx, e.Queue, e.Channel); err != nil {
+					return errGroup
+				}
+			} else if !ok {
 				return errGroup
 			}
 			st = &chanState{ci: ci}
@@ -331,9 +391,59 @@ func (db *DB) enqueueGroup(tx *sql.Tx, ops []*gcOp) error {
 		e.Seq = seq
 		r.res.Status, r.res.Entry, r.res.Head = delivery.Enqueued, e, st.ci.n+st.added == 0
 		st.added++
-		db.cache.added(e.Queue, e.Channel, ts(e.ExpiresAt))
+		if db.cache != nil {
+			db.cache.added(e.Queue, e.Channel, ts(e.ExpiresAt))
+		}
 	}
 	return nil
+}
+
+// lockedChanInfos takes, on PostgreSQL, the advisory locks of the
+// channels of the enqueues ops in their order (the committer sorted the
+// batch so that every transaction takes them in one order, as the
+// one-by-one path does), then reads each channel's pending count and
+// earliest expiry in one statement: what a lone enqueue's probe reads,
+// under the same locks, so that another process's enqueue cannot change
+// them before this transaction commits.
+func (db *DB) lockedChanInfos(tx *sql.Tx, ops []*gcOp) (map[chanKey]chanInfo, error) {
+	ctx := context.Background()
+	infos := make(map[chanKey]chanInfo, len(ops))
+	var locks []int64
+	var rows [][]any
+	for _, op := range ops {
+		e := &op.grp.enq.e
+		k := chanKey{e.Queue, e.Channel}
+		if _, ok := infos[k]; ok {
+			continue
+		}
+		infos[k] = chanInfo{}
+		locks = append(locks, lockID("outbox:"+e.Queue+"\x00"+e.Channel))
+		rows = append(rows, []any{e.Queue, e.Channel})
+	}
+	// unnest yields the keys in array order, and each row's lock is taken
+	// as the row is counted.
+	if _, err := tx.ExecContext(ctx, `SELECT COUNT(pg_advisory_xact_lock(k)) FROM unnest($1::bigint[]) AS t(k)`, locks); err != nil {
+		return nil, errGroup
+	}
+	clear(infos)
+	err := db.manyQuery(tx, mObChans, rows, func(r *sql.Rows) error {
+		var k chanKey
+		var n int
+		var minExp sql.NullInt64
+		if err := r.Scan(&k.queue, &k.channel, &n, &minExp); err != nil {
+			return err
+		}
+		ci := chanInfo{n: n, minExp: noExpiry}
+		if minExp.Valid {
+			ci.minExp = minExp.Int64
+		}
+		infos[k] = ci
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return infos, nil
 }
 
 // finishGroup runs the finishes ops (op.grp.fin set) in tx.
@@ -468,6 +578,11 @@ func (db *DB) inboxGroup(tx *sql.Tx, ops []*gcOp) error {
 	if len(order) == 0 {
 		return nil
 	}
+	// In one order in every transaction: two PostgreSQL batches updating
+	// the same counts must not wait for each other's rows crosswise.
+	slices.SortFunc(order, func(a, b chanKey) int {
+		return cmp.Or(cmp.Compare(a.queue, b.queue), cmp.Compare(a.channel, b.channel))
+	})
 	rows = rows[:0]
 	for _, ck := range order {
 		rows = append(rows, []any{ck.queue, ck.channel, adds[ck].k})

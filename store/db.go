@@ -246,12 +246,17 @@ func (db *DB) lock(ctx context.Context, tx *sql.Tx, key string) error {
 	if db.dialect != dialectPostgres {
 		return nil
 	}
-	h := fnv.New64a()
-	h.Write([]byte(key))
-	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64())); err != nil {
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", lockID(key)); err != nil {
 		return fmt.Errorf("store: lock: %w", err)
 	}
 	return nil
+}
+
+// lockID is the PostgreSQL advisory lock id of a logical key.
+func lockID(key string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return int64(h.Sum64())
 }
 
 // offsetAll is "skip ? rows, return the rest" in the dialect.

@@ -91,6 +91,9 @@ type committer struct {
 	// busy is the time spent running and committing them.
 	batches, batched atomic.Int64
 	busy             atomic.Int64 // nanoseconds
+	// fallbacks counts the batches rolled back whose operations then ran
+	// one transaction each (a group's statement or an operation failed).
+	fallbacks atomic.Int64
 }
 
 // gcState is the scratch space of one worker of a committer.
@@ -242,12 +245,14 @@ func (c *committer) loop() {
 func (c *committer) run(st *gcState, batch []*gcOp) {
 	start := time.Now()
 	defer func() { c.busy.Add(int64(time.Since(start))) }()
-	grouped := c.db.dialect == dialectSQLite
-	if len(batch) == 1 && (batch[0].grp == nil || !grouped) {
+	pg := c.db.dialect == dialectPostgres
+	if len(batch) == 1 && (batch[0].grp == nil || pg) {
+		// Alone (on PostgreSQL a grouped operation runs as many statements
+		// alone as in its group).
 		batch[0].done <- c.runOne(batch[0])
 		return
 	}
-	if !grouped {
+	if pg {
 		// PostgreSQL: the enqueues last, in the order of their advisory
 		// locks, so that concurrent batches take them in one order.
 		slices.SortStableFunc(batch, func(a, b *gcOp) int {
@@ -268,7 +273,7 @@ func (c *committer) run(st *gcState, batch []*gcOp) {
 	defer clear(errs)
 	var nEnq, nFin, nInb int
 	for _, op := range batch {
-		if g := op.grp; g != nil && grouped {
+		if g := op.grp; g != nil {
 			switch {
 			case g.enq != nil:
 				nEnq++
@@ -282,9 +287,7 @@ func (c *committer) run(st *gcState, batch []*gcOp) {
 	// Multi-row statements are prepared before the transaction takes the
 	// writer connection (once per size; see batch.go). When that fails,
 	// the groups fail and their operations run alone.
-	if grouped {
-		_ = c.db.prepareGroups(nEnq, nFin, nInb)
-	}
+	_ = c.db.prepareGroups(nEnq, nFin, nInb)
 	// The transaction and the statements of the batch are not cancelled by
 	// one caller's context: interrupting SQLite inside an explicit
 	// transaction may roll back all of it. Each caller's context is checked
@@ -309,7 +312,7 @@ func (c *committer) run(st *gcState, batch []*gcOp) {
 		if errs[i] = op.ctx.Err(); errs[i] != nil {
 			continue
 		}
-		if g := op.grp; g != nil && grouped {
+		if g := op.grp; g != nil {
 			switch {
 			case g.enq != nil:
 				enqs = append(enqs, op)
@@ -340,6 +343,7 @@ func (c *committer) run(st *gcState, batch []*gcOp) {
 	clear(inbs)
 	st.enqs, st.fins, st.inbs = enqs[:0], fins[:0], inbs[:0]
 	if failed >= 0 {
+		c.fallbacks.Add(1)
 		tx.Rollback()
 		c.db.cache.reset() // it may hold changes that were rolled back
 		for i, op := range batch {
