@@ -86,8 +86,14 @@ const (
 	mInInsert                 // inbox records
 	mInCount                  // inbox record counts
 	mObChans                  // the channels' pending counts and earliest expiries (PostgreSQL)
+	mInGet                    // inbox records by key (a read, on the reader pool)
+	mObAfter                  // the channels' next entries after a seq (a read)
 	numMany
 )
+
+// manyRead reports whether kind k is a read outside transactions, run on
+// the reader pool (readgroup.go).
+func manyRead(k manyKind) bool { return k == mInGet || k == mObAfter }
 
 // maxManyRows bounds the rows of one multi-row statement.
 const maxManyRows = 256
@@ -95,11 +101,11 @@ const maxManyRows = 256
 // manyBuckets is the number of power-of-two sizes up to maxManyRows.
 const manyBuckets = 9
 
-var manyCols = [numMany]int{9, 3, 10, 2, 5, 3, 2}
+var manyCols = [numMany]int{9, 3, 10, 2, 5, 3, 2, 3, 3}
 
 // manyTypes are the PostgreSQL types of each kind's columns: a parameter
 // in VALUES has no type of its own there ("t" text, "b" bytea, "i" bigint).
-var manyTypes = [numMany]string{"tttbiiiit", "ttt", "ttttttiiii", "tt", "tttti", "tti", "tt"}
+var manyTypes = [numMany]string{"tttbiiiit", "ttt", "ttttttiiii", "tt", "tttti", "tti", "tt", "ttt", "tti"}
 
 // manySQL returns the text of kind k for rows rows in dialect d. On
 // PostgreSQL every parameter is cast to its column's type, and the
@@ -151,6 +157,12 @@ func manySQL(d dialect, k manyKind, rows int) string {
 			SELECT ` + sel + ` FROM (VALUES ` + v + `) v WHERE v.column1 IS NOT NULL
 			AND NOT EXISTS (SELECT 1 FROM outbox_outcomes o WHERE o.queue = v.column1 AND o.channel = v.column2 AND o.message_id = v.column3)` + order + `
 			ON CONFLICT (queue, channel, message_id) DO NOTHING RETURNING seq, queue, channel, message_id`
+	case mInGet:
+		return `SELECT i.queue, i.channel, i.message_id, i.hash, i.at FROM (VALUES ` + v + `) v
+			JOIN inbox i ON i.queue = v.column1 AND i.channel = v.column2 AND i.message_id = v.column3`
+	case mObAfter:
+		return `SELECT v.column3, ` + outboxColsO + ` FROM (VALUES ` + v + `) v
+			JOIN outbox o ON o.seq = (SELECT MIN(p.seq) FROM outbox p WHERE p.queue = v.column1 AND p.channel = v.column2 AND p.seq > v.column3)`
 	case mObChans:
 		return `SELECT v.column1, v.column2,
 			(SELECT COUNT(*) FROM outbox o WHERE o.queue = v.column1 AND o.channel = v.column2),
@@ -203,7 +215,11 @@ func (db *DB) prepareMany(k manyKind, n int) error {
 		if have {
 			continue
 		}
-		st, err := db.w.PrepareContext(context.Background(), manySQL(db.dialect, k, 1<<idx))
+		pool := db.w
+		if manyRead(k) {
+			pool = db.r
+		}
+		st, err := pool.PrepareContext(context.Background(), manySQL(db.dialect, k, 1<<idx))
 		if err != nil {
 			return fmt.Errorf("store: prepare: %w", err)
 		}
@@ -234,8 +250,9 @@ func (db *DB) closeMany() {
 	}
 }
 
-// manyQuery runs kind k in tx over rows (each manyCols[k] values),
-// maxManyRows at a time, and calls scan for every result row.
+// manyQuery runs kind k in tx (a read kind: outside transactions, tx nil)
+// over rows (each manyCols[k] values), maxManyRows at a time, and calls
+// scan for every result row.
 func (db *DB) manyQuery(tx *sql.Tx, k manyKind, rows [][]any, scan func(*sql.Rows) error) error {
 	ctx := context.Background()
 	cols := manyCols[k]
@@ -264,8 +281,14 @@ func (db *DB) manyQuery(tx *sql.Tx, k manyKind, rows [][]any, scan func(*sql.Row
 			}
 			continue
 		}
-		res, err := tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+		if tx != nil {
+			st = tx.StmtContext(ctx, st)
+		}
+		res, err := st.QueryContext(ctx, args...)
 		if err != nil {
+			if tx == nil {
+				return err
+			}
 			return errGroup
 		}
 		for res.Next() {

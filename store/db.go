@@ -12,7 +12,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
-	_ "modernc.org/sqlite"             // driver "sqlite"
+	"github.com/xconn/xconn/delivery"
+	_ "modernc.org/sqlite" // driver "sqlite"
 )
 
 type dialect int
@@ -42,8 +43,13 @@ type DB struct {
 	// cache is the writer's outbox channel cache on SQLite (see
 	// outbox_cache.go); nil on PostgreSQL.
 	cache *outboxCache
-	// many holds the committer's multi-row statements (batch.go).
+	// many holds the committer's multi-row statements and those of the
+	// combined reads (batch.go).
 	many manyStmts
+	// inGet and obAfter combine the inbox lookups and the reads of a
+	// channel's next outbox entry (readgroup.go).
+	inGet   readGroup[inboxKey, delivery.InboxRecord]
+	obAfter readGroup[afterKey, delivery.Entry]
 	// ckpt checkpoints the WAL in the background on SQLite (see
 	// checkpoint.go); nil on PostgreSQL.
 	ckpt *checkpointer
@@ -103,6 +109,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if db.dialect == dialectSQLite {
 		db.cache = newOutboxCache()
 	}
+	db.newReadGroups()
 	workers := 1 // SQLite: one writer connection
 	if db.dialect == dialectPostgres {
 		workers = max(1, min(pgCommitWorkers, opts.MaxOpenConns/2))

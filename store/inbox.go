@@ -23,17 +23,13 @@ func (db *DB) InboxGet(ctx context.Context, queue, channel, messageID string) (d
 	if err := ctx.Err(); err != nil {
 		return delivery.InboxRecord{}, false, err
 	}
-	r := delivery.InboxRecord{Queue: queue, Channel: channel, MessageID: messageID}
-	var at int64
-	err := rRow(pointRead(ctx), db.r, &db.hot.rInbox, queue, channel, messageID).Scan(&r.Hash, &at)
-	r.At = fromTS(at)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return delivery.InboxRecord{}, false, nil
-	case err != nil:
+	// Combined with the lookups of other callers (readgroup.go); like
+	// every point read of the hot path, not cancelled once started.
+	r, ok, err := db.inGet.get(inboxKey{queue, channel, messageID})
+	if err != nil {
 		return delivery.InboxRecord{}, false, fmt.Errorf("store: inbox get: %w", err)
 	}
-	return r, true, nil
+	return r, ok, nil
 }
 
 // InboxPut implements delivery.InboxStorage (group committed on SQLite,

@@ -233,14 +233,12 @@ func (db *DB) OutboxAfter(ctx context.Context, queue, channel string, seq int64)
 	if err := ctx.Err(); err != nil {
 		return delivery.Entry{}, false, err
 	}
-	e, err := scanEntry(rRow(pointRead(ctx), db.r, &db.hot.rAfter, queue, channel, seq))
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return delivery.Entry{}, false, nil
-	case err != nil:
+	// Combined with the reads of other channels (readgroup.go).
+	e, ok, err := db.obAfter.get(afterKey{queue, channel, seq})
+	if err != nil {
 		return delivery.Entry{}, false, fmt.Errorf("store: outbox after: %w", err)
 	}
-	return e, true, nil
+	return e, ok, nil
 }
 
 // OutboxNextAttempt implements delivery.OutboxStorage.
