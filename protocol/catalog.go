@@ -91,7 +91,7 @@ func Profiles() []ProfileSpec {
 			ID:          ProfileIMv1,
 			TargetTypes: []TargetType{TargetIM},
 			Packets: []PacketSpec{
-				{Type: TypeMessagePush, Direction: ToHost, Profile: ProfileIMv1, UserLevel: true},
+				profilePacket(TypeMessagePush),
 			},
 			Routing: "connector_channel_id",
 		},
@@ -99,10 +99,10 @@ func Profiles() []ProfileSpec {
 			ID:          ProfileIMv2,
 			TargetTypes: []TargetType{TargetIM},
 			Packets: []PacketSpec{
-				{Type: TypeChatMessage, Direction: Both, Profile: ProfileIMv2, UserLevel: true, Ack: TypeChatMessageAck},
-				{Type: TypeChatMessageDelta, Direction: ToConnector, Profile: ProfileIMv2, UserLevel: true},
-				{Type: TypeChatMessageAck, Direction: Both, Profile: ProfileIMv2, UserLevel: true, IsAck: true},
-				{Type: TypeChatActivity, Direction: ToConnector, Profile: ProfileIMv2, UserLevel: true},
+				profilePacket(TypeChatMessage),
+				profilePacket(TypeChatMessageDelta),
+				profilePacket(TypeChatMessageAck),
+				profilePacket(TypeChatActivity),
 			},
 			OutboundPayloadTypes: []string{TypeChatMessage, TypeChatMessageDelta, TypeChatActivity},
 			Routing:              "connector_channel_id",
@@ -169,15 +169,28 @@ func LookupPacket(typ string) (PacketSpec, bool) {
 	case TypeError:
 		return PacketSpec{Type: typ, Direction: Both}, true
 	case TypeMessagePush, TypeChatMessage, TypeChatMessageDelta, TypeChatMessageAck, TypeChatActivity:
-		for _, pr := range Profiles() {
-			for _, p := range pr.Packets {
-				if p.Type == typ {
-					return p, true
-				}
-			}
-		}
+		return profilePacket(typ), true
 	}
 	return PacketSpec{}, false
+}
+
+// profilePacket is the spec of a packet type that a standard Profile
+// adds (the zero spec for any other type). Profiles lists them; a lookup
+// per packet answers from here without building the catalog.
+func profilePacket(typ string) PacketSpec {
+	switch typ {
+	case TypeMessagePush:
+		return PacketSpec{Type: typ, Direction: ToHost, Profile: ProfileIMv1, UserLevel: true}
+	case TypeChatMessage:
+		return PacketSpec{Type: typ, Direction: Both, Profile: ProfileIMv2, UserLevel: true, Ack: TypeChatMessageAck}
+	case TypeChatMessageDelta:
+		return PacketSpec{Type: typ, Direction: ToConnector, Profile: ProfileIMv2, UserLevel: true}
+	case TypeChatMessageAck:
+		return PacketSpec{Type: typ, Direction: Both, Profile: ProfileIMv2, UserLevel: true, IsAck: true}
+	case TypeChatActivity:
+		return PacketSpec{Type: typ, Direction: ToConnector, Profile: ProfileIMv2, UserLevel: true}
+	}
+	return PacketSpec{}
 }
 
 // Negotiated is the result of profile negotiation for one connection or
