@@ -103,6 +103,7 @@ With default flags the whole run takes under three minutes on two cores.`,
 	f.IntSliceVar(&cfg.ChatChannels, "chat-channels", bench.DefaultChatChannels(), "channel counts the inbound and outbound messages are spread over, one row each (comma-separated)")
 	f.StringVar(&cfg.Store, "store", "", "store of inbound and outbound: a postgres://... DSN runs them on PostgreSQL (a schema per side, dropped at the end) next to raw PostgreSQL baselines; default one SQLite file per side")
 	f.IntVar(&cfg.FileRuns, "file-runs", bench.DefaultFileRuns, "transfers each way of the files scenario and writes of its disk baseline; the median is reported")
+	f.BoolVar(&cfg.NoPrefault, "no-prefault", false, "do not touch, untimed, the memory the files scenario's transfers will hold before measuring them (on virtual machines that hand freed memory back to the hypervisor, the first write into a page costs a fault that the disk baseline, which rewrites one file, does not pay)")
 	f.IntVar(&cfg.HostChannels, "host-channels", bench.DefaultHostChannels, "channels the channels scenario signs in through the host")
 	f.DurationVar(&cfg.ChannelsBudget, "channels-budget", bench.DefaultChannelsBudget, "time bound of each phase of the channels scenario")
 	f.StringVar(&cpuProf, "cpuprofile", "", "write a CPU profile of the run to this file (read it with go tool pprof -top)")

@@ -87,6 +87,9 @@ type Config struct {
 	// FileRuns is the number of transfers each way of the files scenario;
 	// its rows and its disk baseline report the median (default 3).
 	FileRuns int
+	// NoPrefault skips the files scenario's untimed touch of the memory
+	// its transfers will hold (see prefault).
+	NoPrefault bool
 	// Dir is where SQLite files and transfer files go; "" makes a temporary
 	// directory removed at the end of each scenario.
 	Dir string

@@ -97,6 +97,13 @@ func runFiles(ctx context.Context, cfg Config, e *env) ([]Result, error) {
 		}
 	}
 	var out []Result
+	// The memory the runs will hold: the connector keeps each uploaded
+	// file and each file it caches for a download until the end.
+	var pre []Metric
+	if !cfg.NoPrefault {
+		n, took := prefault(cfg.FileSize * int64(2*cfg.FileRuns+1))
+		pre = []Metric{{Name: "prefault", Value: float64(n) / (1 << 20), Unit: fmt.Sprintf("MiB touched before the runs, untimed (%.2f s; --no-prefault skips it)", took.Seconds())}}
+	}
 	resetPeakRSS()
 	m, err := medianOf(cfg.FileRuns, func(i int) error {
 		if _, err := stream.Final(ctx, "file", host.OutgoingFile{Path: path, MimeType: "application/octet-stream"}); err != nil {
@@ -109,7 +116,7 @@ func runFiles(ctx context.Context, cfg Config, e *env) ([]Result, error) {
 	}
 	up := fileResult("files-upload", cfg.FileSize, m)
 	up.PeakRSS, up.Baseline, up.Goal = peakRSS(), nameDiskWrite, ">= 0.7, flat RSS"
-	up.Extra = fileExtras(cfg, m, e, up.Rate)
+	up.Extra = append(fileExtras(cfg, m, e, up.Rate), pre...)
 	out = append(out, up)
 	if err := os.Remove(path); err != nil {
 		return out, fmt.Errorf("files: %w", err)
