@@ -15,12 +15,17 @@ import (
 // chatTimeout bounds the wait for the last acks of a chat measurement.
 const chatTimeout = 10 * time.Second
 
-// chatDriver pushes durable chat messages with a bounded number pending,
-// counts the acks seen by a packet observer and records the latency from
-// the send to the receiving handler. Safe for concurrent use.
+// chatDriver pushes durable chat messages with a bounded number pending on
+// each channel, counts the acks seen by a packet observer and records the
+// latency from the send to the receiving handler. Safe for concurrent use
+// once bind has returned.
 type chatDriver struct {
-	ackDir  protocol.Direction
-	pending chan struct{} // one token per message not yet acked
+	ackDir     protocol.Direction
+	perChannel int
+	// pending holds a token per message of channel i not yet acked, at
+	// most perChannel (set by bind; index is the producer's).
+	pending []chan struct{}
+	index   map[string]int // connector_channel_id -> producer index
 	acks    atomic.Int64
 	msgs    atomic.Int64 // chat.message packets seen by the observer
 	seq     atomic.Int64
@@ -31,8 +36,19 @@ type chatDriver struct {
 	rejected map[string]int64
 }
 
-func newChatDriver(ackDir protocol.Direction, maxPending int) *chatDriver {
-	return &chatDriver{ackDir: ackDir, pending: make(chan struct{}, maxPending)}
+func newChatDriver(ackDir protocol.Direction, perChannel int) *chatDriver {
+	return &chatDriver{ackDir: ackDir, perChannel: perChannel}
+}
+
+// bind sets the channels the producers send on: producer i sends on
+// channels[i]. It must be called once, before the first message is sent.
+func (d *chatDriver) bind(channels []string) {
+	d.pending = make([]chan struct{}, len(channels))
+	d.index = make(map[string]int, len(channels))
+	for i, id := range channels {
+		d.pending[i] = make(chan struct{}, d.perChannel)
+		d.index[id] = i
+	}
 }
 
 // observe is the host's packet observer: it counts the acks.
@@ -54,9 +70,11 @@ func (d *chatDriver) observe(dir protocol.Direction, _ string, env *protocol.Env
 		return // the message stays pending: its retry is acked later
 	}
 	d.acks.Add(1)
-	select {
-	case <-d.pending:
-	default:
+	if i, ok := d.index[env.ConnectorChannelID]; ok {
+		select {
+		case <-d.pending[i]:
+		default:
+		}
 	}
 }
 
@@ -95,7 +113,7 @@ func (d *chatDriver) run(ctx context.Context, producers int, dur time.Duration,
 			defer wg.Done()
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				select {
-				case d.pending <- struct{}{}:
+				case d.pending[p] <- struct{}{}:
 				case <-ctx.Done():
 					return
 				}
@@ -130,10 +148,9 @@ func (d *chatDriver) run(ctx context.Context, producers int, dur time.Duration,
 		d.starts.Range(func(_, _ any) bool { out.neverArrived++; return true })
 		// Forget them and free their pending slots.
 		d.starts.Clear()
-		for range out.sent - acked {
-			select {
-			case <-d.pending:
-			default:
+		for _, c := range d.pending {
+			for len(c) > 0 {
+				<-c
 			}
 		}
 	}

@@ -14,8 +14,9 @@ import (
 	"github.com/xconn/xconn/store"
 )
 
-// chatPendingPerChannel bounds the unacked messages per channel the chat
-// scenarios keep (far below the outbox capacity, so nothing is evicted).
+// chatPendingPerChannel bounds the unacked messages of each channel the
+// chat scenarios keep (far below the outbox capacity, so nothing is
+// evicted): a user who sent four messages waits for them to be taken.
 const chatPendingPerChannel = 4
 
 // runInbound measures Channel.Publish -> host Agent -> accepted ack, one
@@ -39,7 +40,7 @@ func runInboundAt(ctx context.Context, cfg Config, e *env, n int) (Result, error
 		return Result{}, err
 	}
 	defer clean()
-	d := newChatDriver(protocol.ToConnector, n*chatPendingPerChannel)
+	d := newChatDriver(protocol.ToConnector, chatPendingPerChannel)
 	agent := host.AgentFunc(func(_ context.Context, msg *host.UserMessage, _ host.ReplyStream) error {
 		d.arrived(msg.Text)
 		return nil
@@ -54,7 +55,9 @@ func runInboundAt(ctx context.Context, cfg Config, e *env, n int) (Result, error
 		return Result{}, err
 	}
 	chans := make([]*connector.Channel, len(ucs))
+	ids := make([]string, len(ucs))
 	for i, uc := range ucs {
+		ids[i] = uc.ChannelID
 		if chans[i], err = r.conn.Channel(uc.ChannelID); err != nil {
 			return Result{}, fmt.Errorf("channel: %w", err)
 		}
@@ -62,6 +65,7 @@ func runInboundAt(ctx context.Context, cfg Config, e *env, n int) (Result, error
 	send := func(ctx context.Context, p int, key string) error {
 		return chans[p].Publish(ctx, connector.UserMessage{MessageID: "msg_" + key, Text: chatText(key, cfg.MessageSize)})
 	}
+	d.bind(ids)
 	return r.chatRow(ctx, cfg, e, d, "inbound/"+strconv.Itoa(n), len(chans), send)
 }
 
@@ -86,7 +90,7 @@ func runOutboundAt(ctx context.Context, cfg Config, e *env, n int) (Result, erro
 		return Result{}, err
 	}
 	defer clean()
-	d := newChatDriver(protocol.ToHost, n*chatPendingPerChannel)
+	d := newChatDriver(protocol.ToHost, chatPendingPerChannel)
 	onMsg := func(_ context.Context, _ *connector.Channel, m *connector.AssistantMessage) error {
 		d.arrived(m.Text)
 		return nil
@@ -101,7 +105,9 @@ func runOutboundAt(ctx context.Context, cfg Config, e *env, n int) (Result, erro
 		return Result{}, err
 	}
 	streams := make([]host.ReplyStream, len(ucs))
+	ids := make([]string, len(ucs))
 	for i, uc := range ucs {
+		ids[i] = uc.ChannelID
 		if streams[i], err = r.host.Reply(ctx, uc.ID); err != nil {
 			return Result{}, fmt.Errorf("reply stream: %w", err)
 		}
@@ -110,6 +116,7 @@ func runOutboundAt(ctx context.Context, cfg Config, e *env, n int) (Result, erro
 		_, err := streams[p].Final(ctx, chatText(key, cfg.MessageSize))
 		return err
 	}
+	d.bind(ids)
 	return r.chatRow(ctx, cfg, e, d, "outbound/"+strconv.Itoa(n), len(streams), send)
 }
 
