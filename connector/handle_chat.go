@@ -12,16 +12,11 @@ import (
 // handleChatMessage delivers one final assistant message to the connector
 // (IM v2 section 5): duplicate and conflict are answered from the inbox
 // without side effects; accepted is sent only after the handler returned
-// nil.
-func (sess *session) handleChatMessage(env *protocol.Envelope) {
+// nil. p is the payload process decoded and validated.
+func (sess *session) handleChatMessage(env *protocol.Envelope, p *protocol.ChatMessagePayload) {
 	s := sess.srv
-	var p protocol.ChatMessagePayload
-	if err := env.DecodePayload(&p); err != nil {
-		sess.rejectChat(env, protocol.AsError(err))
-		return
-	}
 	id := env.ConnectorChannelID
-	content := delivery.ContentOf(&p)
+	content := delivery.ContentOf(p)
 	verdict, err := s.inbox.Begin(sess.ctx, id, p.MessageID, content)
 	if err != nil {
 		s.log.Error("connector: inbox", "err", err)

@@ -66,6 +66,7 @@ func (sess *session) process(w work) {
 	}
 	vs := protocol.ValidateEnvelope(env)
 	var invoke *protocol.ToolInvokePayload
+	var chat *protocol.ChatMessagePayload
 	switch {
 	case env.Type == protocol.TypeAuthStart: // form input types are checked as invalid_auth_input
 	case env.Type == protocol.TypeToolInvoke && len(vs) == 0 && spec.Profile != protocol.ProfileIMv2:
@@ -76,6 +77,13 @@ func (sess *session) process(w work) {
 		if invoke == nil {
 			vs = append(vs, protocol.ValidatePayload(env, protocol.ToConnector)...)
 		}
+	case env.Type == protocol.TypeChatMessage:
+		// Decoded once, validated as decoded, handed to the handler.
+		chat = new(protocol.ChatMessagePayload)
+		if env.DecodePayload(chat) != nil {
+			chat = nil // ValidatePayload says why
+		}
+		vs = append(vs, protocol.ValidateDecodedPayload(env, protocol.ToConnector, chat)...)
 	default:
 		vs = append(vs, protocol.ValidatePayload(env, protocol.ToConnector)...)
 	}
@@ -122,7 +130,7 @@ func (sess *session) process(w work) {
 		}
 		sess.handleToolInvoke(env, invoke)
 	case protocol.TypeChatMessage:
-		sess.handleChatMessage(env)
+		sess.handleChatMessage(env, chat)
 	case protocol.TypeChatMessageDelta:
 		sess.handleChatDelta(env)
 	case protocol.TypeChatActivity:

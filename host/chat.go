@@ -37,7 +37,7 @@ func (rt *runtime) handleChat(ctx context.Context, s *session, env *protocol.Env
 		s.ack(env, delivery.RejectAck(p.MessageID, &protocol.Error{Code: protocol.CodeChannelNotOpen, Message: "channel is not open for messages", Retryable: true}))
 		return
 	}
-	if vs := protocol.ValidatePayload(env, protocol.ToHost); len(vs) > 0 {
+	if vs := protocol.ValidateDecodedPayload(env, protocol.ToHost, &p); len(vs) > 0 {
 		s.ack(env, delivery.RejectAck(p.MessageID, &protocol.Error{Code: protocol.CodeInvalidPacket, Message: vs.Error()}))
 		return
 	}

@@ -31,7 +31,9 @@ func FuzzDecodeEnvelope(f *testing.F) {
 			return
 		}
 		ValidateEnvelope(e1)
-		ValidatePayload(e1, ToHost)
+		for _, d := range []Direction{0, ToHost, ToConnector} {
+			checkDecodedSame(t, e1, d, ValidatePayload(e1, d))
+		}
 		b1, err := e1.Encode()
 		if err != nil {
 			t.Fatalf("encode a decoded envelope: %v", err)

@@ -21,6 +21,22 @@ import (
 // packet and needs no payload. Paths start with "payload". It is pure and
 // safe for concurrent use.
 func ValidatePayload(e *Envelope, d Direction) Violations {
+	return validatePayload(e, d, nil)
+}
+
+// ValidateDecodedPayload is [ValidatePayload] for a receiver that has
+// already decoded e's payload into p with [Envelope.DecodePayload]: where
+// the rules of e.Type read the payload as p's type (a *ChatMessagePayload
+// for chat.message, say), they read p instead of decoding the payload a
+// second time. p must hold what DecodePayload put there and is not
+// modified; for any other type, or a nil p, the payload is decoded as
+// ValidatePayload does. It returns the same violations as ValidatePayload
+// and is safe for concurrent use on distinct p.
+func ValidateDecodedPayload(e *Envelope, d Direction, p any) Violations {
+	return validatePayload(e, d, p)
+}
+
+func validatePayload(e *Envelope, d Direction, given any) Violations {
 	var vs Violations
 	if e == nil {
 		vs.add("", "packet is missing")
@@ -44,7 +60,7 @@ func ValidatePayload(e *Envelope, d Direction) Violations {
 	if spec.IsAck && e.Error != nil && len(jsonbytes.TrimSpace(e.Payload)) == 0 {
 		return vs
 	}
-	v := payloadValidator{e: e, d: d, raw: raw, vs: &vs}
+	v := payloadValidator{e: e, d: d, raw: raw, vs: &vs, given: given}
 	switch e.Type {
 	case TypeHello:
 		v.hello()
@@ -117,11 +133,16 @@ type payloadValidator struct {
 	d   Direction
 	raw map[string]json.RawMessage
 	vs  *Violations
+	// given is the payload the caller decoded already (see
+	// ValidateDecodedPayload), nil if none.
+	given any
 }
 
 // decode decodes the payload into p; a type error is a violation.
 func (v *payloadValidator) decode(p any) bool {
-	if err := v.e.DecodePayload(p); err != nil {
+	if g := reflect.ValueOf(v.given); g.Kind() == reflect.Pointer && !g.IsNil() && g.Type() == reflect.TypeOf(p) {
+		reflect.ValueOf(p).Elem().Set(g.Elem()) // a shallow copy: the rules only read it
+	} else if err := v.e.DecodePayload(p); err != nil {
 		v.vs.add("payload", "does not decode: %v", err)
 		return false
 	}

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -142,6 +143,7 @@ func TestValidatePayloadRules(t *testing.T) {
 			if tc.want != "" && !vHasPath(vs, tc.want) {
 				t.Fatalf("want a violation at %q, got %v", tc.want, vs)
 			}
+			checkDecodedSame(t, e, tc.d, vs)
 			data, err := e.Encode()
 			if err != nil {
 				t.Fatal(err)
@@ -171,5 +173,24 @@ func TestValidatePayloadAckWithError(t *testing.T) {
 	}
 	if vs := ValidatePayload(nil, ToHost); len(vs) != 1 {
 		t.Fatalf("nil: %v", vs)
+	}
+}
+
+// checkDecodedSame checks that ValidateDecodedPayload, given e's payload
+// decoded into each payload type it decodes into (its own and others),
+// finds exactly the violations vs of ValidatePayload.
+func checkDecodedSame(t *testing.T, e *Envelope, d Direction, vs Violations) {
+	t.Helper()
+	for _, p := range []any{new(ChatMessagePayload), new(ChatAckPayload), new(ChatDeltaPayload),
+		new(AuthStartPayload), new(HelloPayload), new(ToolInvokePayload)} {
+		if e.DecodePayload(p) != nil {
+			continue
+		}
+		if got := ValidateDecodedPayload(e, d, p); !reflect.DeepEqual(got, vs) {
+			t.Fatalf("ValidateDecodedPayload(%T) = %v, ValidatePayload = %v", p, got, vs)
+		}
+	}
+	if got := ValidateDecodedPayload(e, d, nil); !reflect.DeepEqual(got, vs) {
+		t.Fatalf("ValidateDecodedPayload(nil) = %v, ValidatePayload = %v", got, vs)
 	}
 }
