@@ -250,17 +250,37 @@ func (db *DB) closeMany() {
 	}
 }
 
-// manyQuery runs kind k in tx (a read kind: outside transactions, tx nil)
-// over rows (each manyCols[k] values), maxManyRows at a time, and calls
+// manyRows holds the parameters of a multi-row statement's rows in one
+// slice, row after row, so that a batch's rows cost one allocation rather
+// than one per row. Not safe for concurrent use.
+type manyRows struct {
+	k    manyKind
+	args []any
+}
+
+// newManyRows returns room for n rows of kind k.
+func newManyRows(k manyKind, n int) manyRows {
+	return manyRows{k: k, args: make([]any, 0, n*manyCols[k])}
+}
+
+// add appends a row: manyCols[m.k] values.
+func (m *manyRows) add(vals ...any) { m.args = append(m.args, vals...) }
+
+// len is the number of rows added.
+func (m *manyRows) len() int { return len(m.args) / manyCols[m.k] }
+
+// manyQuery runs the kind of rows in tx (a read kind: outside
+// transactions, tx nil) over its rows, maxManyRows at a time, and calls
 // scan for every result row.
-func (db *DB) manyQuery(tx *sql.Tx, k manyKind, rows [][]any, scan func(*sql.Rows) error) error {
+func (db *DB) manyQuery(tx *sql.Tx, rows manyRows, scan func(*sql.Rows) error) error {
 	ctx := context.Background()
+	k := rows.k
 	cols := manyCols[k]
-	var args []any
-	for len(rows) > 0 {
-		c := min(len(rows), maxManyRows)
-		chunk := rows[:c]
-		rows = rows[c:]
+	rest := rows.args
+	for len(rest) > 0 {
+		c := min(len(rest)/cols, maxManyRows)
+		chunk := rest[:c*cols]
+		rest = rest[c*cols:]
 		n, idx := bucket(c)
 		db.many.mu.Lock()
 		st := db.many.st[k][idx]
@@ -268,12 +288,10 @@ func (db *DB) manyQuery(tx *sql.Tx, k manyKind, rows [][]any, scan func(*sql.Row
 		if st == nil {
 			return errGroup // not prepared: run the operations alone
 		}
-		args = args[:0]
-		for _, r := range chunk {
-			args = append(args, r...)
-		}
-		for range (n - c) * cols {
-			args = append(args, nil)
+		args := chunk
+		if n > c { // the statement has n rows: the rest are NULL rows
+			args = make([]any, n*cols)
+			copy(args, chunk)
 		}
 		if scan == nil {
 			if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...); err != nil {
@@ -375,13 +393,13 @@ func (db *DB) enqueueGroup(tx *sql.Tx, ops []*gcOp) error {
 		}
 		return nil
 	}
-	rows := make([][]any, len(ops))
-	for i, op := range ops {
+	rows := newManyRows(mObInsert, len(ops))
+	for _, op := range ops {
 		e := &op.grp.enq.e
-		rows[i] = []any{e.Queue, e.Channel, e.MessageID, nonNil(e.Payload), ts(e.CreatedAt), ts(e.ExpiresAt), e.Attempts, ts(e.NextAttempt), e.LastError}
+		rows.add(e.Queue, e.Channel, e.MessageID, nonNil(e.Payload), ts(e.CreatedAt), ts(e.ExpiresAt), e.Attempts, ts(e.NextAttempt), e.LastError)
 	}
 	seqs := make(map[rowKey]int64, len(ops))
-	err := db.manyQuery(tx, mObInsert, rows, func(r *sql.Rows) error {
+	err := db.manyQuery(tx, rows, func(r *sql.Rows) error {
 		var k rowKey
 		var seq int64
 		if err := r.Scan(&seq, &k.queue, &k.channel, &k.id); err != nil {
@@ -432,7 +450,7 @@ func (db *DB) lockedChanInfos(tx *sql.Tx, ops []*gcOp) (map[chanKey]chanInfo, er
 	ctx := context.Background()
 	infos := make(map[chanKey]chanInfo, len(ops))
 	var locks []int64
-	var rows [][]any
+	rows := newManyRows(mObChans, len(ops))
 	for _, op := range ops {
 		e := &op.grp.enq.e
 		k := chanKey{e.Queue, e.Channel}
@@ -441,7 +459,7 @@ func (db *DB) lockedChanInfos(tx *sql.Tx, ops []*gcOp) (map[chanKey]chanInfo, er
 		}
 		infos[k] = chanInfo{}
 		locks = append(locks, lockID("outbox:"+e.Queue+"\x00"+e.Channel))
-		rows = append(rows, []any{e.Queue, e.Channel})
+		rows.add(e.Queue, e.Channel)
 	}
 	// unnest yields the keys in array order, and each row's lock is taken
 	// as the row is counted.
@@ -449,7 +467,7 @@ func (db *DB) lockedChanInfos(tx *sql.Tx, ops []*gcOp) (map[chanKey]chanInfo, er
 		return nil, errGroup
 	}
 	clear(infos)
-	err := db.manyQuery(tx, mObChans, rows, func(r *sql.Rows) error {
+	err := db.manyQuery(tx, rows, func(r *sql.Rows) error {
 		var k chanKey
 		var n int
 		var minExp sql.NullInt64
@@ -471,14 +489,14 @@ func (db *DB) lockedChanInfos(tx *sql.Tx, ops []*gcOp) (map[chanKey]chanInfo, er
 
 // finishGroup runs the finishes ops (op.grp.fin set) in tx.
 func (db *DB) finishGroup(tx *sql.Tx, ops []*gcOp) error {
-	rows := make([][]any, len(ops))
-	for i, op := range ops {
+	rows := newManyRows(mObFinish, len(ops))
+	for _, op := range ops {
 		f := op.grp.fin
 		f.ok, f.head, f.hasHead = false, delivery.Entry{}, false
-		rows[i] = []any{f.o.Queue, f.o.Channel, f.o.MessageID}
+		rows.add(f.o.Queue, f.o.Channel, f.o.MessageID)
 	}
 	deleted := make(map[rowKey]bool, len(ops))
-	err := db.manyQuery(tx, mObFinish, rows, func(r *sql.Rows) error {
+	err := db.manyQuery(tx, rows, func(r *sql.Rows) error {
 		var k rowKey
 		if err := r.Scan(&k.queue, &k.channel, &k.id); err != nil {
 			return err
@@ -491,8 +509,8 @@ func (db *DB) finishGroup(tx *sql.Tx, ops []*gcOp) error {
 	}
 	// Outcomes of the deleted entries, in batch order (the first finish
 	// of a key is the one that found it pending).
-	rows = rows[:0]
-	var heads [][]any
+	ocs := newManyRows(mOcInsert, len(deleted))
+	var heads manyRows
 	seen := map[chanKey]bool{}
 	for _, op := range ops {
 		f := op.grp.fin
@@ -506,21 +524,24 @@ func (db *DB) finishGroup(tx *sql.Tx, ops []*gcOp) error {
 		db.cacheRemoved(o.Queue, o.Channel, 1)
 		if ck := (chanKey{o.Queue, o.Channel}); f.next && !seen[ck] {
 			seen[ck] = true
-			heads = append(heads, []any{o.Queue, o.Channel})
+			if heads.args == nil {
+				heads = newManyRows(mObHeads, len(ops))
+			}
+			heads.add(o.Queue, o.Channel)
 		}
-		rows = append(rows, []any{o.Queue, o.Channel, o.MessageID, string(o.Kind), string(o.Code), o.Message,
-			o.Attempts, ts(o.CreatedAt), ts(o.ExpiresAt), ts(o.At)})
+		ocs.add(o.Queue, o.Channel, o.MessageID, string(o.Kind), string(o.Code), o.Message,
+			o.Attempts, ts(o.CreatedAt), ts(o.ExpiresAt), ts(o.At))
 	}
-	if len(rows) > 0 {
-		if err := db.manyQuery(tx, mOcInsert, rows, nil); err != nil {
+	if ocs.len() > 0 {
+		if err := db.manyQuery(tx, ocs, nil); err != nil {
 			return err
 		}
 	}
-	if len(heads) == 0 {
+	if heads.args == nil {
 		return nil
 	}
-	next := make(map[chanKey]delivery.Entry, len(heads))
-	err = db.manyQuery(tx, mObHeads, heads, func(r *sql.Rows) error {
+	next := make(map[chanKey]delivery.Entry, heads.len())
+	err = db.manyQuery(tx, heads, func(r *sql.Rows) error {
 		e, err := scanEntry(r)
 		if err != nil {
 			return err
@@ -546,15 +567,15 @@ func (db *DB) finishGroup(tx *sql.Tx, ops []*gcOp) error {
 // inboxGroup runs the inbox puts ops (op.grp.inb set) in tx.
 func (db *DB) inboxGroup(tx *sql.Tx, ops []*gcOp) error {
 	ctx := context.Background()
-	rows := make([][]any, len(ops))
-	for i, op := range ops {
+	rows := newManyRows(mInInsert, len(ops))
+	for _, op := range ops {
 		q := op.grp.inb
 		q.existing, q.inserted = delivery.InboxRecord{}, false
 		r := &q.r
-		rows[i] = []any{r.Queue, r.Channel, r.MessageID, r.Hash, ts(r.At)}
+		rows.add(r.Queue, r.Channel, r.MessageID, r.Hash, ts(r.At))
 	}
 	inserted := make(map[rowKey]bool, len(ops))
-	err := db.manyQuery(tx, mInInsert, rows, func(r *sql.Rows) error {
+	err := db.manyQuery(tx, rows, func(r *sql.Rows) error {
 		var k rowKey
 		if err := r.Scan(&k.queue, &k.channel, &k.id); err != nil {
 			return err
@@ -606,16 +627,16 @@ func (db *DB) inboxGroup(tx *sql.Tx, ops []*gcOp) error {
 	slices.SortFunc(order, func(a, b chanKey) int {
 		return cmp.Or(cmp.Compare(a.queue, b.queue), cmp.Compare(a.channel, b.channel))
 	})
-	rows = rows[:0]
+	counts := newManyRows(mInCount, len(order))
 	for _, ck := range order {
-		rows = append(rows, []any{ck.queue, ck.channel, adds[ck].k})
+		counts.add(ck.queue, ck.channel, adds[ck].k)
 	}
 	type over struct {
 		ck     chanKey
 		excess int
 	}
 	var trims []over
-	err = db.manyQuery(tx, mInCount, rows, func(r *sql.Rows) error {
+	err = db.manyQuery(tx, counts, func(r *sql.Rows) error {
 		var ck chanKey
 		var cnt int
 		if err := r.Scan(&ck.queue, &ck.channel, &cnt); err != nil {

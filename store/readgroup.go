@@ -159,15 +159,15 @@ func (db *DB) newReadGroups() {
 		return r, err == nil, err
 	}
 	db.inGet.read = func(keys []inboxKey) (map[inboxKey]delivery.InboxRecord, error) {
-		rows := make([][]any, len(keys))
-		for i, k := range keys {
-			rows[i] = []any{k.queue, k.channel, k.id}
+		rows := newManyRows(mInGet, len(keys))
+		for _, k := range keys {
+			rows.add(k.queue, k.channel, k.id)
 		}
 		if err := db.prepareMany(mInGet, len(keys)); err != nil {
 			return nil, err
 		}
 		out := make(map[inboxKey]delivery.InboxRecord, len(keys))
-		err := db.manyQuery(nil, mInGet, rows, func(r *sql.Rows) error {
+		err := db.manyQuery(nil, rows, func(r *sql.Rows) error {
 			var rec delivery.InboxRecord
 			var at int64
 			if err := r.Scan(&rec.Queue, &rec.Channel, &rec.MessageID, &rec.Hash, &at); err != nil {
@@ -187,15 +187,15 @@ func (db *DB) newReadGroups() {
 		return e, err == nil, err
 	}
 	db.obAfter.read = func(keys []afterKey) (map[afterKey]delivery.Entry, error) {
-		rows := make([][]any, len(keys))
-		for i, k := range keys {
-			rows[i] = []any{k.queue, k.channel, k.seq}
+		rows := newManyRows(mObAfter, len(keys))
+		for _, k := range keys {
+			rows.add(k.queue, k.channel, k.seq)
 		}
 		if err := db.prepareMany(mObAfter, len(keys)); err != nil {
 			return nil, err
 		}
 		out := make(map[afterKey]delivery.Entry, len(keys))
-		err := db.manyQuery(nil, mObAfter, rows, func(r *sql.Rows) error {
+		err := db.manyQuery(nil, rows, func(r *sql.Rows) error {
 			var after int64
 			e, err := scanEntry(prefixScan{r, &after})
 			if err != nil {
@@ -216,5 +216,6 @@ type prefixScan struct {
 }
 
 func (p prefixScan) Scan(dest ...any) error {
-	return p.r.Scan(append([]any{p.first}, dest...)...)
+	all := make([]any, 0, 1+len(dest))
+	return p.r.Scan(append(append(all, p.first), dest...)...)
 }
