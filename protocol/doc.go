@@ -15,7 +15,8 @@
 //   - Validation that returns every violation at once, each with a JSON path
 //     and a reason ([Violations]): [ValidateBaseURL], [ValidateCard],
 //     [ValidateCardJSON], [ValidateSkill], [ValidateDescriptor],
-//     [ValidateDescriptorAgainstCard], [ValidateEnvelope], [ValidatePayload],
+//     [ValidateDescriptorAgainstCard], [ValidateEnvelope], [ValidatePayload]
+//     (and [ValidateDecodedPayload] for a payload already decoded),
 //     [ValidatePacketJSON], and the official JSON Schemas ([ValidateSchema]),
 //     embedded byte-identical.
 //   - Versions ([ParseVersion], [Admit]): a missing version parses as 1.0 and

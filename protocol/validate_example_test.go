@@ -32,6 +32,26 @@ func ExampleValidatePacketJSON() {
 	// payload.files[0].download_url: is required on a Connector to xAgent message
 }
 
+// Decode a received chat.message once, then validate what was decoded.
+func ExampleValidateDecodedPayload() {
+	env, err := protocol.DecodeEnvelope([]byte(`{"schema":"xagent.connector.packet/v1","packet_id":"p1",
+		"connector_channel_id":"cch_1","type":"chat.message","payload":{"message_id":"m1","text":""}}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var p protocol.ChatMessagePayload
+	if err := env.DecodePayload(&p); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, v := range protocol.ValidateDecodedPayload(env, protocol.ToHost, &p) {
+		fmt.Println(v)
+	}
+	// Output:
+	// payload: text or files must be non-empty
+}
+
 // Derive and check Skill names for a Card id.
 func ExampleValidateSkillName() {
 	fmt.Println(protocol.PrimarySkillName("im.wechat"))
