@@ -141,6 +141,9 @@ type Outbox struct {
 	running atomic.Bool
 	// scanReq asks Run to read the due heads from storage (Wake).
 	scanReq atomic.Bool
+	// contended is set by Run while channels wait for a worker; workers
+	// then hand their channel back after fairRun entries.
+	contended atomic.Bool
 
 	// kicks are the notifications of Enqueue and DeleteChannel waiting for
 	// Run (bounded by maxKicks; kickOverflow replaces the rest).

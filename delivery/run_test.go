@@ -322,6 +322,43 @@ func TestOutboxManyChannelsFewWorkers(t *testing.T) {
 	}
 }
 
+// TestOutboxChannelsTakeTurns: while another channel waits for a worker, a
+// channel with a backlog hands its worker back after a few entries instead
+// of delivering its whole run first; without a waiting channel it goes on.
+func TestOutboxChannelsTakeTurns(t *testing.T) {
+	for _, st := range storages() {
+		t.Run(st.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := &recorder{}
+				ob := newOutbox(t, st.open(), r, func(o *delivery.OutboxOptions) { o.Workers = 1 })
+				for i := range 12 { // before Run: A's head is the oldest due
+					enqueue(t, ob, "A", fmt.Sprint("a", i))
+				}
+				enqueue(t, ob, "B", "b0")
+				startOutbox(t, ob)
+				synctest.Wait()
+				got := r.attempts()
+				// (A storage without head reads ends every turn after one
+				// entry.)
+				if i := slices.Index(got, "B/b0"); i < 0 || i > 4 {
+					t.Fatalf("B/b0 sent at %d, want within A's first 4 entries: %v", i, got)
+				}
+				// Alone, a channel delivers everything.
+				r2 := &recorder{}
+				ob2 := newOutbox(t, st.open(), r2, func(o *delivery.OutboxOptions) { o.Workers = 1 })
+				startOutbox(t, ob2)
+				for i := range 20 {
+					enqueue(t, ob2, "C", fmt.Sprint("c", i))
+				}
+				synctest.Wait()
+				if got := r2.attempts(); len(got) != 20 {
+					t.Fatalf("attempts = %v, want C's 20", got)
+				}
+			})
+		})
+	}
+}
+
 func cut(k string) (channel, id string, ok bool) {
 	for i := range len(k) {
 		if k[i] == '/' {
