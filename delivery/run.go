@@ -72,7 +72,7 @@ func (o *Outbox) kick(k kick) {
 type workDone struct {
 	channel string
 	// next is the channel's due head that the worker did not send because
-	// it reached maxRun.
+	// its turn ended (maxRun entries, or fairRun while channels wait).
 	next    Entry
 	hasNext bool
 	// again: the worker does not know the channel's state (its entry was

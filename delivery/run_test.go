@@ -3,7 +3,9 @@ package delivery_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -343,20 +345,40 @@ func TestOutboxChannelsTakeTurns(t *testing.T) {
 				if i := slices.Index(got, "B/b0"); i < 0 || i > 4 {
 					t.Fatalf("B/b0 sent at %d, want within A's first 4 entries: %v", i, got)
 				}
-				// Alone, a channel delivers everything.
-				r2 := &recorder{}
+				// Alone, a channel is not cut into turns: its 20 entries go
+				// out in one run, from one worker goroutine.
+				var mu sync.Mutex
+				workers := map[string]bool{}
+				r2 := &recorder{answer: func(delivery.Entry, int) error {
+					mu.Lock()
+					workers[goroutineID()] = true
+					mu.Unlock()
+					return nil
+				}}
 				ob2 := newOutbox(t, st.open(), r2, func(o *delivery.OutboxOptions) { o.Workers = 1 })
-				startOutbox(t, ob2)
 				for i := range 20 {
 					enqueue(t, ob2, "C", fmt.Sprint("c", i))
 				}
+				startOutbox(t, ob2)
 				synctest.Wait()
 				if got := r2.attempts(); len(got) != 20 {
 					t.Fatalf("attempts = %v, want C's 20", got)
 				}
+				// (A storage without head reads runs one entry a turn.)
+				if _, base := st.open().(baseOnly); !base && len(workers) != 1 {
+					t.Fatalf("C's entries went out in %d runs, want 1", len(workers))
+				}
 			})
 		})
 	}
+}
+
+// goroutineID is the id of the calling goroutine, from its stack header.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
+	return id
 }
 
 func cut(k string) (channel, id string, ok bool) {

@@ -277,6 +277,9 @@ func (db *DB) manyQuery(tx *sql.Tx, rows manyRows, scan func(*sql.Rows) error) e
 	k := rows.k
 	cols := manyCols[k]
 	rest := rows.args
+	if len(rest)%cols != 0 {
+		return errGroup // a row of the wrong width: run the operations alone
+	}
 	for len(rest) > 0 {
 		c := min(len(rest)/cols, maxManyRows)
 		chunk := rest[:c*cols]

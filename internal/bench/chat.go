@@ -69,6 +69,9 @@ func (d *chatDriver) observe(dir protocol.Direction, _ string, env *protocol.Env
 		d.mu.Unlock()
 		return // the message stays pending: its retry is acked later
 	}
+	// Acks are counted over all channels and free a slot of their own
+	// channel (a late or duplicate ack may free one early: run then ends
+	// with messages still unacked, which notes reports).
 	d.acks.Add(1)
 	if i, ok := d.index[env.ConnectorChannelID]; ok {
 		select {
@@ -107,6 +110,11 @@ func (d *chatDriver) run(ctx context.Context, producers int, dur time.Duration,
 	mem := startMem()
 	t0 := time.Now()
 	deadline := t0.Add(dur)
+	// A producer stops waiting for a slot at the deadline: a channel whose
+	// messages are never accepted (rejected for good, expired) keeps its
+	// slots.
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	for p := range producers {
 		wg.Add(1)
 		go func() {
@@ -114,7 +122,7 @@ func (d *chatDriver) run(ctx context.Context, producers int, dur time.Duration,
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				select {
 				case d.pending[p] <- struct{}{}:
-				case <-ctx.Done():
+				case <-wctx.Done():
 					return
 				}
 				key := "m" + strconv.FormatInt(d.seq.Add(1), 10)
@@ -149,9 +157,7 @@ func (d *chatDriver) run(ctx context.Context, producers int, dur time.Duration,
 		// Forget them and free their pending slots.
 		d.starts.Clear()
 		for _, c := range d.pending {
-			for len(c) > 0 {
-				<-c
-			}
+			drain(c)
 		}
 	}
 	d.mu.Lock()
@@ -186,4 +192,15 @@ func (c chatRun) notes() []Metric {
 		{Name: "never_reached_handler", Value: float64(c.neverArrived), Unit: "messages"},
 		{Name: "chat_message_packets_on_wire", Value: float64(c.onWire), Unit: "since start, retries included"},
 	}...)
+}
+
+// drain empties c without blocking: acks may take tokens meanwhile.
+func drain(c chan struct{}) {
+	for {
+		select {
+		case <-c:
+		default:
+			return
+		}
+	}
 }
