@@ -152,6 +152,35 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// check rejects values no default stands for: a negative count, size or
+// duration, and channel counts below one.
+func (c Config) check() error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"duration", int64(c.Duration)}, {"warmup", int64(c.Warmup)}, {"inflight", int64(c.InFlight)},
+		{"message-size", int64(c.MessageSize)}, {"invoke-channels", int64(c.InvokeChannels)},
+		{"channels", int64(c.Channels)}, {"channels-budget", int64(c.ChannelsBudget)},
+		{"host-channels", int64(c.HostChannels)}, {"file-size", c.FileSize}, {"file-runs", int64(c.FileRuns)},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("bench: --%s must not be negative", f.name)
+		}
+	}
+	for _, n := range c.ChatChannels {
+		if n < 1 {
+			return fmt.Errorf("bench: --chat-channels: %d is not a channel count (each must be at least 1)", n)
+		}
+	}
+	for _, n := range c.SlowChannels {
+		if n < 1 {
+			return fmt.Errorf("bench: slow channel count %d must be at least 1", n)
+		}
+	}
+	return nil
+}
+
 func (c Config) logf(format string, args ...any) {
 	if c.Progress != nil {
 		fmt.Fprintf(c.Progress, format+"\n", args...)

@@ -77,10 +77,14 @@ func Names() []string {
 // Run runs the named scenarios (all when names is empty) with the
 // baselines they need, in registry order, and returns the report. A
 // scenario that fails yields a row with Error set; Run itself fails only on
-// an unknown name or a cancelled ctx. Run starts servers, clients and
+// an unknown name, a value of cfg no default stands for (a negative size,
+// a channel count below one; the report is nil then) or a cancelled ctx. Run starts servers, clients and
 // stores on loopback and stops every goroutine before it returns. It
 // resets the process's peak-RSS mark, so run one Run at a time per process.
 func Run(ctx context.Context, cfg Config, names ...string) (*Report, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	cfg = cfg.WithDefaults()
 	all := Scenarios()
 	want := map[string]bool{}
