@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 // TestRejectedAPIKeyIsLoggedWithoutTheKey checks that a refused system API

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 func TestFormSignIn(t *testing.T) {

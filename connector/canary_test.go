@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 // TestCanarySecretsNeverLeak drives every surface with three canaries (the

@@ -5,8 +5,8 @@ import (
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connector/connectortest"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 // waitReleased waits until the connector has registered that the last

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/xconn/xconn/connector/connectortest"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 func TestChannelOpenReuseAndDescriptor(t *testing.T) {

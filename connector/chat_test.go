@@ -12,8 +12,8 @@ import (
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connector/connectortest"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 func sendChat(t *testing.T, c *connectortest.Client, ch string, p protocol.ChatMessagePayload) protocol.ChatAckPayload {

@@ -6,8 +6,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/xconn/xconn/connector/connectortest"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 // TestHelloAdmitsNewerProtocolVersion: section 8.1 rejects only a hello that

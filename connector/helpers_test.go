@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector/connectortest"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 func testCtx(t *testing.T) context.Context {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connector/connectortest"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 // The hostile-input suite: each case sends what a hostile or broken peer

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/xconn/xconn/connector/connectortest"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 // TestToolInvokePayloadRules checks that a tool.invoke payload is parsed

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 // TestRestoredLeaseDefaultGraceSynctest runs the default one-hour grace on

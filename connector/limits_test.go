@@ -20,9 +20,9 @@ import (
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connector/connectortest"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 // rawWS dials the fixture's data plane with a plain WebSocket client, so

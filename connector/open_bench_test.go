@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 // BenchmarkChannelOpen measures channel.open round trips over one socket,

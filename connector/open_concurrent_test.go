@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/xconn/xconn/connector/connectortest"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 // TestConcurrentFirstOpens sends many first channel.open packets at once

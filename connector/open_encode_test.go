@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 // TestEncodeOpenAckMatchesJSON checks that the channel.open.ack payload

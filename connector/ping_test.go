@@ -6,8 +6,8 @@ import (
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connector/connectortest"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 // TestPingNotStarvedByChannelWork checks that with every worker busy in a

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/internal/signurl"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 // TestPostgresStore runs sign-in, a side-effecting tool and durable

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 // notSignedIn are the statuses isAuthenticated refuses.

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/xconn/xconn/connector/connectortest"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 // writeGate sits under the connector's side of one socket: it holds the

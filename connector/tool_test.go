@@ -7,8 +7,8 @@ import (
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connector/connectortest"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 func invoke(t *testing.T, c *connectortest.Client, ch, tool, args, callID string) *protocol.Envelope {

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 func decodeJSON(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector"
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 // TestUnsignedChannelsReclaimedSynctest is review item 6: a channel opened

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 type listedChannels struct {

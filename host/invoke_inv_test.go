@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/xconn/xconn/internal/sdkfixture"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 // BenchmarkInvokeSDK measures Host.Invoke against the connector SDK over a

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xconn/xconn/internal/bench"
+	"github.com/xconn/xconn/cmd/xconn/internal/bench"
 )
 
 // newBenchCmd returns "xconn bench": the in-process benchmark of the

@@ -21,7 +21,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xconn/xconn/internal/chaos"
+	"github.com/xconn/xconn/cmd/xconn/internal/chaos"
 	"github.com/xconn/xconn/store"
 )
 

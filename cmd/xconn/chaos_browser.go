@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/xconn/xconn/internal/chaos"
+	"github.com/xconn/xconn/cmd/xconn/internal/chaos"
 )
 
 // chaosBrowser is one browser of a chaos run on one web chat room: it

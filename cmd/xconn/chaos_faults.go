@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xconn/xconn/internal/chaos"
+	"github.com/xconn/xconn/cmd/xconn/internal/chaos"
 	"github.com/xconn/xconn/store"
 )
 

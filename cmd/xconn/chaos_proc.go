@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/xconn/xconn/internal/chaos"
+	"github.com/xconn/xconn/cmd/xconn/internal/chaos"
 )
 
 // chaosProc is one child process of a chaos run (a connector or the host),

@@ -1,7 +1,7 @@
 // Command faketelegram runs the fake Telegram Bot API of package
 // telegramtest on its own, for trying "xconn serve telegram" by hand:
 //
-//	go run ./internal/cmd/faketelegram --listen 127.0.0.1:8081 --token T --chat 424242
+//	go run ./testrig/cmd/faketelegram --listen 127.0.0.1:8081 --token T --chat 424242
 //	xconn serve telegram --telegram-api-url http://127.0.0.1:8081
 //
 // The person in the chat writes with

@@ -1,7 +1,7 @@
 // Command fakefeishu runs the fake Feishu Open Platform of package
 // feishutest on its own, for trying "xconn serve feishu" by hand:
 //
-//	go run ./internal/cmd/fakefeishu --listen 127.0.0.1:8082 --app cli_fake0123456789 --secret S
+//	go run ./testrig/cmd/fakefeishu --listen 127.0.0.1:8082 --app cli_fake0123456789 --secret S
 //	xconn serve feishu --feishu-api-url http://127.0.0.1:8082 --feishu-accounts-url http://127.0.0.1:8082
 //
 // The person writes to the bot in a direct chat (over the app's long

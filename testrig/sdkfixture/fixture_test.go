@@ -7,8 +7,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/xconn/xconn/internal/sdkfixture"
 	"github.com/xconn/xconn/protocol"
+	"github.com/xconn/xconn/testrig/sdkfixture"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

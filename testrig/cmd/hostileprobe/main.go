@@ -5,7 +5,7 @@
 // /proc/PID/status, so Linux only).
 //
 //	go build -o /tmp/xconn ./cmd/xconn
-//	go run ./internal/cmd/hostileprobe --xconn /tmp/xconn [--scenario flood,auth,...]
+//	go run ./testrig/cmd/hostileprobe --xconn /tmp/xconn [--scenario flood,auth,...]
 //
 // Scenarios (the review's numbers):
 //

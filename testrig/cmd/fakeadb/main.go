@@ -1,7 +1,7 @@
 // Command fakeadb runs the fake ADB server of package adbtest on its own,
 // for trying "xconn serve adb" by hand without a phone:
 //
-//	go run ./internal/cmd/fakeadb --listen 127.0.0.1:5038 --serial emulator-5554
+//	go run ./testrig/cmd/fakeadb --listen 127.0.0.1:5038 --serial emulator-5554
 //	xconn serve adb --adb-addr 127.0.0.1:5038
 //	xconn host http://127.0.0.1:8080 --auth-flow adb_device_binding --auth-input serial=emulator-5554 \
 //	    --invoke android_screenshot --args '{}'
