@@ -87,7 +87,8 @@ func (e *temporaryError) Error() string { return e.err.Error() }
 // Unwrap returns the wrapped error.
 func (e *temporaryError) Unwrap() error { return e.err }
 
-// Temporary marks err as a transient target failure (rate limit, network):
+// Temporary marks err as a transient target failure (network, a server
+// error; a rate limit is a [*RateLimitError]):
 // a MessageHandler returning it rejects the message with retryable=true so
 // xAgent redelivers it later. Errors are permanent (retryable=false) unless
 // marked, carried by a *protocol.Error with Retryable set, or a context
@@ -100,10 +101,14 @@ func Temporary(err error) error {
 }
 
 // IsTemporary reports whether err was marked with [Temporary], is a
-// retryable *protocol.Error, or is a context deadline.
+// [*RateLimitError], is a retryable *protocol.Error, or is a context
+// deadline.
 func IsTemporary(err error) bool {
 	var t *temporaryError
 	if errors.As(err, &t) {
+		return true
+	}
+	if _, ok := RetryAfterOf(err); ok {
 		return true
 	}
 	if pe := protocol.AsError(err); pe != nil {
