@@ -46,16 +46,24 @@ type AssistantMessage struct {
 	// OnAssistantDelta handler: the connector edits its streamed target
 	// message into Text instead of posting a second message.
 	Streamed bool
+	// InReplyTo is the message_id of the user message this message
+	// answers (the one a connector published), "" for proactive output or
+	// when xAgent does not say: the xconn host sends it in the extension
+	// member protocol.ExtInReplyTo. A threaded target answers in that
+	// message's thread, topic or quote.
+	InReplyTo string
 }
 
 // AssistantDelta is one in-order assistant text fragment (IM v2
 // chat.message.delta), handed to OnAssistantDelta after the SDK checked its
-// sequence. Text is the new fragment and Assembled all text so far.
+// sequence. Text is the new fragment and Assembled all text so far;
+// InReplyTo is the user message answered, as on AssistantMessage.
 type AssistantDelta struct {
 	MessageID string
 	Sequence  int64
 	Text      string
 	Assembled string
+	InReplyTo string
 }
 
 // Activity is a redacted processing-state snapshot (IM v2 chat.activity).

@@ -147,6 +147,10 @@ func TestSDKEndToEnd(t *testing.T) {
 	if len(deltas) == 0 || deltas[len(deltas)-1].Assembled != final.Text {
 		t.Fatalf("deltas %+v", deltas)
 	}
+	// The answer names the user message it answers (x-in-reply-to).
+	if final.InReplyTo != "tg-1" || deltas[0].InReplyTo != "tg-1" {
+		t.Fatalf("in reply to %q (final), %q (delta); want tg-1", final.InReplyTo, deltas[0].InReplyTo)
+	}
 	eventually(t, "thinking then idle at the target", func() bool {
 		_, _, acts, _ := fx.Target.Snapshot()
 		return len(acts) == 2 && acts[0].Status == protocol.ActivityThinking && acts[1].Status == protocol.ActivityIdle
