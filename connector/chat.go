@@ -37,15 +37,18 @@ type OutgoingFile struct {
 
 // AssistantMessage is one final assistant message from xAgent (IM v2
 // chat.message, xAgent -> Connector). Its Text is the complete content.
+//
+// Whether its deltas were already shown on the target is not a property
+// of the message but of the target: a connector that streams keeps the
+// target message it posted durably and edits it into Text (IM v2 section
+// 5.4: never the deltas and the final as two messages). [EditStream] does
+// exactly that, correct across restarts; a connector of its own records
+// the posted message with Channel.SaveProgress when it posts it.
 type AssistantMessage struct {
 	MessageID string
 	Text      string
 	Files     []File
 	CreatedAt time.Time
-	// Streamed reports that deltas of this message were handed to the
-	// OnAssistantDelta handler: the connector edits its streamed target
-	// message into Text instead of posting a second message.
-	Streamed bool
 	// InReplyTo is the message_id of the user message this message
 	// answers (the one a connector published), "" for proactive output or
 	// when xAgent does not say: the xconn host sends it in the extension

@@ -64,7 +64,7 @@ func TestAssistantMessagesToTarget(t *testing.T) {
 		a.Code != string(protocol.CodeMessageConflict) || a.Retryable == nil || *a.Retryable {
 		t.Fatalf("conflict %+v", a)
 	}
-	// Streaming: deltas go to the delta handler, then the final is marked Streamed.
+	// Streaming: deltas go to the delta handler, then the final to the message handler.
 	for i, part := range []string{"Hel", "lo!"} {
 		d, _ := connectortest.Packet(protocol.TypeChatMessageDelta, ch, protocol.ChatDeltaPayload{MessageID: "a2", Sequence: int64(i + 1), Text: part})
 		if err := c.Send(ctx, d); err != nil {
@@ -87,7 +87,7 @@ func TestAssistantMessagesToTarget(t *testing.T) {
 		t.Fatalf("final %+v", a)
 	}
 	msgs, deltas, acts, _ := f.Target.Snapshot()
-	if len(msgs) != 2 || msgs[0].Text != "hello" || msgs[0].Streamed || msgs[1].Text != "Hello!" || !msgs[1].Streamed {
+	if len(msgs) != 2 || msgs[0].Text != "hello" || msgs[1].Text != "Hello!" {
 		t.Fatalf("messages %+v", msgs)
 	}
 	if len(deltas) != 2 || deltas[1].Assembled != "Hello!" || deltas[1].Sequence != 2 {

@@ -33,11 +33,10 @@ func (sess *session) handleChatMessage(env *protocol.Envelope, p *protocol.ChatM
 		sess.ackChat(env, delivery.RejectAck(p.MessageID, perr))
 		return
 	}
-	// The final text is the complete content; the assembled deltas only
-	// tell whether the connector streamed this message.
-	_, streamed := s.asm.Final(id, p.MessageID)
-	m := &AssistantMessage{MessageID: p.MessageID, Text: p.Text, Files: files, InReplyTo: p.InReplyTo,
-		Streamed: streamed && s.onDelta != nil}
+	// The final text is the complete content: the assembled deltas are
+	// dropped.
+	s.asm.Final(id, p.MessageID)
+	m := &AssistantMessage{MessageID: p.MessageID, Text: p.Text, Files: files, InReplyTo: p.InReplyTo}
 	if p.CreatedAt > 0 {
 		m.CreatedAt = time.UnixMilli(p.CreatedAt)
 	}

@@ -1,0 +1,114 @@
+package connector_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/xconn/xconn/connector"
+	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/protocol"
+)
+
+// chatAPI stands for a target's client: a chat whose bot can post and edit
+// messages, at most 20 edits each, 40 characters each.
+type chatAPI struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (c *chatAPI) post(text string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.msgs = append(c.msgs, text)
+	return len(c.msgs) // the target's message id
+}
+
+func (c *chatAPI) edit(id int, text string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id < 1 || id > len(c.msgs) {
+		return errors.New("message to edit not found")
+	}
+	c.msgs[id-1] = text
+	return nil
+}
+
+// A connector streams replies by editing one target message: it gives the
+// EditStream its target's post and edit calls and limits, registers Delta,
+// and calls Final from its message handler (files would follow as steps).
+func ExampleEditStream() {
+	chat := &chatAPI{}
+	stream, err := connector.NewEditStream(connector.EditStreamOptions[int]{
+		Send: func(ctx context.Context, ch *connector.Channel, part connector.MessagePart, text string) (int, error) {
+			return chat.post(text), nil
+		},
+		Edit: func(ctx context.Context, ch *connector.Channel, id int, text string) error {
+			if err := chat.edit(id, text); err != nil {
+				return fmt.Errorf("%w: %v", connector.ErrNotEditable, err) // post the final anew
+			}
+			return nil
+		},
+		Limit:    connector.TextLimit{Max: 40, Unit: connector.TextUnitUTF16},
+		MaxEdits: 20,
+		Interval: time.Millisecond,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	dir, _ := os.MkdirTemp("", "xconn-example-")
+	defer os.RemoveAll(dir)
+	srv, err := connector.New(connector.Options{DataDir: dir, Skill: []byte("# Chat\n\nTalk.\n"),
+		Identity: connector.Identity{CardID: "im.chat", Name: "Chat", Provider: "chat", TargetType: protocol.TargetIM}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = connector.AddForm(srv, "chat_login", func(ctx context.Context, ch *connector.Channel, in struct {
+		Name string `json:"name"`
+	}) (connector.Account[string], error) {
+		return connector.Account[string]{Binding: in.Name}, nil
+	}, connector.FlowOptions{})
+	srv.OnAssistantDelta(stream.Delta)
+	srv.OnAssistantMessage(func(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
+		return stream.Final(ctx, ch, m) // ack "accepted" once every part landed
+	})
+
+	// What xAgent does: a streamed answer, then its final.
+	ctx := context.Background()
+	if err := srv.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer func() { hs.Close(); _ = srv.Close(ctx) }()
+	host, _, err := connectortest.Connect(ctx, hs.URL, "")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer host.Close()
+	open, _ := host.Open(ctx, "")
+	ch := open.ConnectorChannelID
+	_, _ = host.SignInForm(ctx, ch, "chat_login", map[string]string{"name": "ann"})
+	for i, text := range []string{"Streaming ", "an answer"} {
+		d, _ := connectortest.Packet(protocol.TypeChatMessageDelta, ch, protocol.ChatDeltaPayload{MessageID: "a1", Sequence: int64(i + 1), Text: text})
+		_ = host.Send(ctx, d)
+		time.Sleep(5 * time.Millisecond)
+	}
+	final, _ := connectortest.Packet(protocol.TypeChatMessage, ch, protocol.ChatMessagePayload{MessageID: "a1",
+		Text: "Streaming an answer, complete, and long enough for two messages."})
+	ack, _ := host.RoundTrip(ctx, final)
+	var a protocol.ChatAckPayload
+	_ = ack.DecodePayload(&a)
+	fmt.Println(a.Status)
+	for _, m := range chat.msgs {
+		fmt.Printf("%q\n", m)
+	}
+	// Output:
+	// accepted
+	// "Streaming an answer, complete, and long "
+	// "enough for two messages."
+}
