@@ -90,10 +90,13 @@ func (c *Channel) Logout(ctx context.Context) error {
 // The message is stored in the durable outbox before Publish returns and is
 // delivered when the channel is open, redelivered after reconnects, until
 // xAgent answers accepted or duplicate, the TTL passes or capacity evicts
-// it. Files are cached on the transfer plane first. Publishing a MessageID
-// again is a no-op. A channel that is not signed in is refused with a
-// *protocol.Error (connection_not_authenticated) and nothing is stored.
-func (c *Channel) Publish(ctx context.Context, m UserMessage) error {
+// it. Files are cached on the transfer plane first; m.ReplyContext is
+// recorded before the message is stored. Publishing a MessageID again is a
+// no-op that reports false: isNew is true only for the call that stored
+// the message, so a connector can keep per-message state (reply context,
+// "the latest chat") once. A channel that is not signed in is refused with
+// a *protocol.Error (connection_not_authenticated) and nothing is stored.
+func (c *Channel) Publish(ctx context.Context, m UserMessage) (isNew bool, err error) {
 	return c.srv.publish(ctx, c.id, m)
 }
 

@@ -23,6 +23,13 @@ type UserMessage struct {
 	Files []OutgoingFile
 	// CreatedAt is the target's message time; zero means now.
 	CreatedAt time.Time
+	// ReplyContext, when not nil, is where an answer to this message goes
+	// on the target (its thread, topic, chat, the message to quote): any
+	// JSON-encodable value of at most MaxReplyContextBytes. Publish
+	// records it (Channel.SaveReplyContext) before the message can reach
+	// xAgent; the connector reads it back with Channel.LoadReplyContext
+	// and the answer's InReplyTo. It is not sent to xAgent.
+	ReplyContext any
 }
 
 // OutgoingFile is a file of a [UserMessage]. Publish reads Content to the
@@ -53,7 +60,7 @@ type AssistantMessage struct {
 	// answers (the one a connector published), "" for proactive output or
 	// when xAgent does not say: the xconn host sends it in the extension
 	// member protocol.ExtInReplyTo. A threaded target answers in that
-	// message's thread, topic or quote.
+	// message's thread, topic or quote: see Channel.LoadReplyContext.
 	InReplyTo string
 }
 

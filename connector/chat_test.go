@@ -171,7 +171,7 @@ func TestPublishDurableRedelivery(t *testing.T) {
 	ch := openSigned(t, c)
 	ctx := testCtx(t)
 	h, _ := f.Server.Channel(ch)
-	if err := h.Publish(ctx, connector.UserMessage{MessageID: "u1", Text: "hi there",
+	if _, err := h.Publish(ctx, connector.UserMessage{MessageID: "u1", Text: "hi there",
 		Files: []connector.OutgoingFile{{Name: "pic.png", MimeType: "image/png", Content: bytes.NewReader([]byte("\x89PNG fake"))}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -231,10 +231,10 @@ func TestPublishDurableRedelivery(t *testing.T) {
 	}
 	ackMessage(t, c2, msg3, protocol.AckAccepted, nil)
 	// Publishing the same message_id again is a no-op.
-	if err := h.Publish(ctx, connector.UserMessage{MessageID: "u1", Text: "hi there"}); err != nil {
+	if _, err := h.Publish(ctx, connector.UserMessage{MessageID: "u1", Text: "hi there"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Publish(ctx, connector.UserMessage{MessageID: "u2", Text: "next"}); err != nil {
+	if _, err := h.Publish(ctx, connector.UserMessage{MessageID: "u2", Text: "next"}); err != nil {
 		t.Fatal(err)
 	}
 	next, err := c2.NextOfType(ctx, protocol.TypeChatMessage)
@@ -245,7 +245,7 @@ func TestPublishDurableRedelivery(t *testing.T) {
 		t.Fatalf("after accepted, got %s again", p.MessageID)
 	}
 	ackMessage(t, c2, next, protocol.AckAccepted, nil)
-	if err := h.Publish(context.Background(), connector.UserMessage{}); err == nil {
+	if _, err := h.Publish(context.Background(), connector.UserMessage{}); err == nil {
 		t.Fatal("empty message published")
 	}
 }
@@ -259,7 +259,7 @@ func TestPublishSurvivesRestart(t *testing.T) {
 	ch := openSigned(t, c)
 	c.Close()
 	h, _ := f1.Server.Channel(ch)
-	if err := h.Publish(testCtx(t), connector.UserMessage{MessageID: "durable-1", Text: "kept on disk"}); err != nil {
+	if _, err := h.Publish(testCtx(t), connector.UserMessage{MessageID: "durable-1", Text: "kept on disk"}); err != nil {
 		t.Fatal(err)
 	}
 	f1.Close()

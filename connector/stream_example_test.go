@@ -61,38 +61,16 @@ func ExampleEditStream() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	dir, _ := os.MkdirTemp("", "xconn-example-")
-	defer os.RemoveAll(dir)
-	srv, err := connector.New(connector.Options{DataDir: dir, Skill: []byte("# Chat\n\nTalk.\n"),
-		Identity: connector.Identity{CardID: "im.chat", Name: "Chat", Provider: "chat", TargetType: protocol.TargetIM}})
-	if err != nil {
-		log.Fatal(err)
-	}
-	_ = connector.AddForm(srv, "chat_login", func(ctx context.Context, ch *connector.Channel, in struct {
-		Name string `json:"name"`
-	}) (connector.Account[string], error) {
-		return connector.Account[string]{Binding: in.Name}, nil
-	}, connector.FlowOptions{})
-	srv.OnAssistantDelta(stream.Delta)
-	srv.OnAssistantMessage(func(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
-		return stream.Final(ctx, ch, m) // ack "accepted" once every part landed
+	_, host, ch, stop := exampleConnector(func(srv *connector.Server) {
+		srv.OnAssistantDelta(stream.Delta)
+		srv.OnAssistantMessage(func(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
+			return stream.Final(ctx, ch, m) // ack "accepted" once every part landed
+		})
 	})
+	defer stop()
 
 	// What xAgent does: a streamed answer, then its final.
 	ctx := context.Background()
-	if err := srv.Start(ctx); err != nil {
-		log.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer func() { hs.Close(); _ = srv.Close(ctx) }()
-	host, _, err := connectortest.Connect(ctx, hs.URL, "")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer host.Close()
-	open, _ := host.Open(ctx, "")
-	ch := open.ConnectorChannelID
-	_, _ = host.SignInForm(ctx, ch, "chat_login", map[string]string{"name": "ann"})
 	for i, text := range []string{"Streaming ", "an answer"} {
 		d, _ := connectortest.Packet(protocol.TypeChatMessageDelta, ch, protocol.ChatDeltaPayload{MessageID: "a1", Sequence: int64(i + 1), Text: text})
 		_ = host.Send(ctx, d)
@@ -111,4 +89,40 @@ func ExampleEditStream() {
 	// accepted
 	// "Streaming an answer, complete, and long "
 	// "enough for two messages."
+}
+
+// exampleConnector starts a small connector (a form sign-in, then what
+// register adds) and a host-side client signed in on one channel, for the
+// examples that play xAgent's part.
+func exampleConnector(register func(srv *connector.Server)) (srv *connector.Server, host *connectortest.Client, channel string, stop func()) {
+	dir, _ := os.MkdirTemp("", "xconn-example-")
+	var err error
+	srv, err = connector.New(connector.Options{DataDir: dir, Skill: []byte("# Chat\n\nTalk.\n"),
+		Identity: connector.Identity{CardID: "im.chat", Name: "Chat", Provider: "chat", TargetType: protocol.TargetIM}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = connector.AddForm(srv, "chat_login", func(ctx context.Context, ch *connector.Channel, in struct {
+		Name string `json:"name"`
+	}) (connector.Account[string], error) {
+		return connector.Account[string]{Binding: in.Name}, nil
+	}, connector.FlowOptions{})
+	register(srv)
+	ctx := context.Background()
+	if err := srv.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	host, _, err = connectortest.Connect(ctx, hs.URL, "")
+	if err != nil {
+		log.Fatal(err)
+	}
+	open, _ := host.Open(ctx, "")
+	_, _ = host.SignInForm(ctx, open.ConnectorChannelID, "chat_login", map[string]string{"name": "ann"})
+	return srv, host, open.ConnectorChannelID, func() {
+		host.Close()
+		hs.Close()
+		_ = srv.Close(ctx)
+		os.RemoveAll(dir)
+	}
 }

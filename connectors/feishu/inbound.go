@@ -144,7 +144,7 @@ func (c *Connector) publishOn(ctx context.Context, mb connector.Member[binding],
 		return nil
 	}
 	um := connector.UserMessage{MessageID: msg.MessageID, Text: text, Files: files, CreatedAt: msTime(msg.CreateTime)}
-	if err := ch.Publish(ctx, um); err != nil {
+	if _, err := ch.Publish(ctx, um); err != nil {
 		if perr := protocol.AsError(err); perr != nil && perr.Code == protocol.CodeConnectionNotAuthenticated {
 			return nil
 		}

@@ -175,7 +175,7 @@ func (c *Connector) deliver(ctx context.Context, token string, m *connector.Memb
 		for _, f := range files {
 			um.Files = append(um.Files, connector.OutgoingFile{Name: f.name, MimeType: f.mime, Type: f.typ, Content: bytes.NewReader(f.data)})
 		}
-		if err := ch.Publish(ctx, um); err != nil {
+		if _, err := ch.Publish(ctx, um); err != nil {
 			if perr := protocol.AsError(err); perr != nil && perr.Code == protocol.CodeConnectionNotAuthenticated {
 				continue // signed out meanwhile: nobody to deliver to
 			}

@@ -222,7 +222,7 @@ func (c *Connector) deliver(ctx context.Context, ch *connector.Channel, msgs []w
 		if um.Text == "" && len(um.Files) == 0 {
 			continue // nothing this connector can show (tool items, empty)
 		}
-		if err := ch.Publish(ctx, um); err != nil {
+		if _, err := ch.Publish(ctx, um); err != nil {
 			return fmt.Errorf("wechat: publish: %w", err)
 		}
 		if wm.FromUserID != "" {
