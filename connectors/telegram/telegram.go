@@ -1,14 +1,12 @@
 package telegram
 
 import (
-	"context"
+	"cmp"
 	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,20 +33,20 @@ const (
 	DefaultAPIURL = "https://api.telegram.org"
 )
 
-// Defaults of Options.
+// Defaults and limits of Options; the stream's and the Bot API client's
+// are the SDK's (connector.DefaultEditInterval, DefaultMaxStreams,
+// DefaultStreamTTL, DefaultRequestTimeout, DefaultMaxRetryWait).
 const (
-	DefaultPollTimeout    = 25 * time.Second
-	DefaultRequestTimeout = 30 * time.Second
-	DefaultMaxRetryWait   = 10 * time.Second
-	DefaultEditInterval   = time.Second
+	DefaultPollTimeout = 25 * time.Second
 	// DefaultMaxFileBytes is the Bot API's download limit for bots (20 MB).
 	DefaultMaxFileBytes = 20 << 20
-	DefaultMaxStreams   = 256
-	DefaultStreamTTL    = 10 * time.Minute
 	// MaxTextLen is Telegram's message length limit, in UTF-16 code units;
 	// longer texts are sent as several messages.
 	MaxTextLen = 4096
 )
+
+// textLimit is how Telegram counts a message's length.
+var textLimit = connector.TextLimit{Max: MaxTextLen, Unit: connector.TextUnitUTF16}
 
 // skillMD is the primary Skill, served at /skill.md.
 //
@@ -106,8 +104,8 @@ type Options struct {
 	// own limit); a larger one is announced in the text instead.
 	MaxFileBytes int64
 	// MaxStreams and StreamTTL bound the streamed messages being edited
-	// (defaults 256 and 10 min); an evicted stream's final is sent as a
-	// new message only if its target message is unknown.
+	// (defaults 256 and 10 min); the final of a stream dropped from them
+	// still edits its message, found in the channel's durable record.
 	MaxStreams int
 	StreamTTL  time.Duration
 }
@@ -122,9 +120,8 @@ type Connector struct {
 	bots         *connector.Consumers[string, binding]
 	log          *slog.Logger
 	pollTimeout  time.Duration
-	editInterval time.Duration
 	maxFileBytes int64
-	streams      *streams
+	stream       *connector.EditStream[int64]
 	typingMu     sync.Mutex
 	typing       map[string]time.Time // channel → last typing action (bounded by the channels)
 }
@@ -133,66 +130,34 @@ type Connector struct {
 // form, the per-channel client, one getUpdates poller per bot token, the
 // send tool and the IM v2 handlers.
 func New(opts Options) (*Connector, error) {
-	base := strings.TrimRight(opts.APIURL, "/")
-	if base == "" {
-		base = DefaultAPIURL
-	}
-	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("telegram: Options.APIURL must be an absolute http(s) URL, got %q", opts.APIURL)
-	}
-	tr := opts.Transport
-	var proxySecret string
-	if tr == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		if opts.Proxy != "" {
-			pu, err := url.Parse(opts.Proxy)
-			if err != nil || pu.Host == "" {
-				return nil, errors.New("telegram: Options.Proxy must be a URL such as socks5://127.0.0.1:1080 or http://proxy:3128")
-			}
-			switch pu.Scheme {
-			case "http", "https", "socks5", "socks5h":
-			default:
-				return nil, fmt.Errorf("telegram: proxy scheme %q: want http, https, socks5 or socks5h", pu.Scheme)
-			}
-			proxySecret, _ = pu.User.Password()
-			t.Proxy = http.ProxyURL(pu)
-		} else {
-			t.Proxy = http.ProxyFromEnvironment
-		}
-		tr = t
-	}
 	sdk := opts.SDK
 	sdk.Identity, sdk.Card, sdk.Skill = identity, nil, Skill()
 	srv, err := connector.New(sdk)
 	if err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
-	srv.Redact(proxySecret)
+	api, err := srv.TargetAPI(connector.TargetAPIOptions{BaseURL: opts.APIURL, DefaultURL: DefaultAPIURL, Field: "Options.APIURL",
+		Proxy: opts.Proxy, Transport: opts.Transport, Timeout: opts.RequestTimeout, MaxRetryWait: opts.MaxRetryWait})
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %w", err)
+	}
 	c := &Connector{
-		srv: srv,
-		api: &botAPI{base: base, timeout: or(opts.RequestTimeout, DefaultRequestTimeout), maxRetryWait: or(opts.MaxRetryWait, DefaultMaxRetryWait),
-			hc: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}},
+		srv:          srv,
+		api:          &botAPI{base: api.BaseURL, hc: api.Client, timeout: api.Timeout, rl: api.RateLimit},
 		log:          srv.Logger(),
-		pollTimeout:  or(opts.PollTimeout, DefaultPollTimeout),
-		editInterval: or(opts.EditInterval, DefaultEditInterval),
-		maxFileBytes: opts.MaxFileBytes,
-		streams:      newStreams(opts.MaxStreams, opts.StreamTTL),
+		pollTimeout:  cmp.Or(max(opts.PollTimeout, 0), DefaultPollTimeout),
+		maxFileBytes: cmp.Or(max(opts.MaxFileBytes, 0), DefaultMaxFileBytes),
 		typing:       map[string]time.Time{},
 	}
-	if c.maxFileBytes <= 0 {
-		c.maxFileBytes = DefaultMaxFileBytes
+	c.stream, err = connector.NewEditStream(connector.EditStreamOptions[int64]{Send: c.streamSend, Edit: c.streamEdit,
+		Limit: textLimit, Interval: opts.EditInterval, MaxStreams: opts.MaxStreams, TTL: opts.StreamTTL})
+	if err == nil {
+		err = c.register()
 	}
-	if err := c.register(); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
 	return c, nil
-}
-
-func or(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // register adds the flow, the client, the poller, the tool and the IM
@@ -216,9 +181,8 @@ func (c *Connector) register() error {
 		}),
 	}
 	c.srv.OnAssistantMessage(c.onMessage)
-	c.srv.OnAssistantDelta(c.onDelta)
+	c.srv.OnAssistantDelta(c.stream.Delta)
 	c.srv.OnActivity(c.onActivity)
-	c.srv.OnClose(func(context.Context) error { c.api.hc.CloseIdleConnections(); return nil })
 	return errors.Join(errs...)
 }
 
