@@ -10,24 +10,10 @@ import (
 	"io"
 	"path"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/protocol"
 )
-
-// progress is the delivery progress of one outbound message (kept by the
-// SDK, Channel.SaveProgress): the steps done (text parts, then files) and
-// the streamed message, so a retry after a failure or restart resumes and
-// posts nothing twice. Each step also carries a Feishu uuid (idempotent
-// for an hour, §6.1), which covers a crash between a send and its record.
-type progress struct {
-	ID     string `json:"id"`
-	Done   int    `json:"done"`
-	Stream string `json:"stream,omitempty"`
-	Edits  int    `json:"edits,omitempty"`
-}
 
 // target is where a reply goes: a reply to a group message, or a new
 // message in a p2p chat (§6.1, §6.2).
@@ -36,13 +22,22 @@ type target struct {
 	chatID  string
 }
 
-func (c *Connector) replyTarget(ctx context.Context, ch *connector.Channel) (target, error) {
+// replyTarget is where the answer to user message inReplyTo goes: its
+// reply context (Publish recorded it), else the latest inbound message (an
+// answer whose context is gone, or proactive output), else the default
+// chat.
+func (c *Connector) replyTarget(ctx context.Context, ch *connector.Channel, inReplyTo string) (target, error) {
 	var last lastMessage
-	if ok, err := ch.LoadState(ctx, lastKey, &last); err != nil {
-		return target{}, fmt.Errorf("feishu: load last message: %w", err)
-	} else if ok && last.ChatType != "" && last.ChatType != "p2p" && last.MessageID != "" {
+	ok, err := ch.LoadReplyContext(ctx, inReplyTo, &last)
+	if err == nil && !ok {
+		ok, err = ch.LoadState(ctx, lastKey, &last)
+	}
+	switch {
+	case err != nil:
+		return target{}, fmt.Errorf("feishu: load reply context: %w", err)
+	case ok && last.ChatType != "" && last.ChatType != "p2p" && last.MessageID != "":
 		return target{replyTo: last.MessageID}, nil
-	} else if ok && last.ChatID != "" {
+	case ok && last.ChatID != "":
 		return target{chatID: last.ChatID}, nil
 	}
 	return c.defaultTarget(ctx, ch)
@@ -73,74 +68,67 @@ func (cl *appClient) send(ctx context.Context, t target, msgType, content, uuid 
 	return m.MessageID, err
 }
 
-// uuidOf is the idempotency key of one step of one assistant message.
+// uuidOf is the idempotency key of one step of a tool call.
 func uuidOf(channel, msgID string, step int) string {
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d", channel, msgID, step)))
 	return hex.EncodeToString(h[:16])
 }
 
-func (c *Connector) loadProgress(ctx context.Context, ch *connector.Channel, id string) progress {
-	p := progress{ID: id}
-	if _, err := ch.LoadProgress(ctx, id, &p); err != nil {
-		c.log.Warn("feishu: load outbound progress", "channel", ch.ID(), "err", err)
-	}
-	return p
-}
-
-// saveProgress stores p, or drops it when remove is set (delivered).
-func (c *Connector) saveProgress(ctx context.Context, ch *connector.Channel, p progress, remove bool) error {
-	if remove {
-		return ch.ClearProgress(ctx, p.ID)
-	}
-	return ch.SaveProgress(ctx, p.ID, p)
-}
-
-// onMessage delivers a final assistant message: the text (edited into
-// the streamed message when there is one, else sent; split beyond
-// MaxTextBytes), then each file. The SDK acks accepted only when every
-// call succeeded. Messages of one channel arrive in order.
+// onMessage delivers a final assistant message through the SDK's
+// EditStream, to where the message it answers was written: the text
+// (edited into the streamed message when there is one, else sent; split
+// beyond MaxTextBytes), then each file. Every step carries a Feishu uuid
+// (idempotent for an hour, §6.1), which covers a crash between a send and
+// its record. The SDK acks accepted only when every call succeeded.
 func (c *Connector) onMessage(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
 	cl, err := connector.ClientOf[*appClient](ch)
 	if err != nil {
 		return err
 	}
-	t, err := c.replyTarget(ctx, ch)
+	t, err := c.replyTarget(ctx, ch, m.InReplyTo)
 	if err != nil {
 		return err
 	}
-	parts := splitText(m.Text, MaxTextBytes)
-	p := c.loadProgress(ctx, ch, m.MessageID)
-	if st := c.streams.take(ch.ID(), m.MessageID); st != nil && st.msgID != "" {
-		p.Stream, p.Edits = st.msgID, max(p.Edits, st.edits)
-	}
-	for step := p.Done; step < len(parts)+len(m.Files); step++ {
-		uuid := uuidOf(ch.ID(), m.MessageID, step)
-		if step < len(parts) {
-			if step == 0 && p.Stream != "" {
-				err = cl.c.api.update(ctx, cl.cr, p.Stream, parts[0])
-				var ae *APIError
-				if errors.As(err, &ae) && !ae.Temporary() && !tokenInvalid(ae.Code) {
-					// Edit cap reached (230072), recalled, too old: send anew.
-					_, err = cl.send(ctx, t, "text", textContent(parts[0]), uuid)
-				}
-			} else {
-				_, err = cl.send(ctx, t, "text", textContent(parts[step]), uuid)
-			}
-		} else {
-			err = cl.sendFile(ctx, t, &m.Files[step-len(parts)], uuid)
-		}
-		if err != nil {
-			return c.deliveryError(ctx, ch, err)
-		}
-		p.Done = step + 1
-		if err := c.saveProgress(ctx, ch, p, false); err != nil {
-			c.log.Warn("feishu: save outbound progress", "channel", ch.ID(), "err", err)
+	files := make([]connector.DeliveryStep, len(m.Files))
+	for i := range m.Files {
+		files[i] = func(ctx context.Context, part connector.MessagePart) error {
+			return cl.sendFile(ctx, t, &m.Files[i], part.Key)
 		}
 	}
-	if err := c.saveProgress(ctx, ch, p, true); err != nil {
-		c.log.Warn("feishu: clear outbound progress", "channel", ch.ID(), "err", err)
+	if err := c.stream.Final(ctx, ch, m, files...); err != nil {
+		return c.deliveryError(ctx, ch, err)
 	}
 	return nil
+}
+
+// streamSend sends one text part of an assistant message (§6.1, §6.2).
+func (c *Connector) streamSend(ctx context.Context, ch *connector.Channel, part connector.MessagePart, text string) (string, error) {
+	cl, err := connector.ClientOf[*appClient](ch)
+	if err != nil {
+		return "", err
+	}
+	t, err := c.replyTarget(ctx, ch, part.InReplyTo)
+	if err != nil {
+		return "", err
+	}
+	return cl.send(ctx, t, "text", textContent(text), part.Key)
+}
+
+// streamEdit edits a streamed message (§6.3). A refusal that is neither
+// temporary nor about the token (the edit cap 230072, a recalled or too
+// old message) means the message cannot be edited: the SDK sends the
+// final anew.
+func (c *Connector) streamEdit(ctx context.Context, ch *connector.Channel, id, text string) error {
+	cl, err := connector.ClientOf[*appClient](ch)
+	if err != nil {
+		return err
+	}
+	err = c.api.update(ctx, cl.cr, id, text)
+	var ae *APIError
+	if errors.As(err, &ae) && !ae.Temporary() && !tokenInvalid(ae.Code) {
+		return fmt.Errorf("%w: %w", connector.ErrNotEditable, err)
+	}
+	return err
 }
 
 // deliveryError classifies a failed delivery: refused credentials make
@@ -213,140 +201,6 @@ func (cl *appClient) sendFile(ctx context.Context, t target, f *connector.File, 
 	return err
 }
 
-// splitText cuts text into parts of at most limit bytes on rune
-// boundaries, preferring a line break in the second half of a part.
-func splitText(text string, limit int) []string {
-	var parts []string
-	for len(text) > 0 {
-		part := trimTo(text, limit)
-		if len(part) < len(text) {
-			if i := strings.LastIndexByte(part, '\n'); i >= len(part)/2 {
-				part = part[:i+1]
-			}
-		}
-		if strings.TrimSpace(part) != "" {
-			parts = append(parts, part)
-		}
-		text = text[len(part):]
-	}
-	return parts
-}
-
-// streams holds the Feishu message of each streamed assistant message,
-// bounded: at most max entries, each dropped ttl after its last delta.
-type streams struct {
-	mu  sync.Mutex
-	max int
-	ttl time.Duration
-	m   map[string]*stream
-}
-
-type stream struct {
-	msgID  string
-	shown  string
-	edits  int
-	last   time.Time
-	seen   time.Time
-	broken bool
-}
-
-func newStreams(max int, ttl time.Duration) *streams {
-	if max <= 0 {
-		max = DefaultMaxStreams
-	}
-	if ttl <= 0 {
-		ttl = DefaultStreamTTL
-	}
-	return &streams{max: max, ttl: ttl, m: map[string]*stream{}}
-}
-
-func (s *streams) get(channel, msg string, now time.Time) *stream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := channel + "\x00" + msg
-	if st := s.m[k]; st != nil {
-		st.seen = now
-		return st
-	}
-	var oldest string
-	for key, st := range s.m {
-		if now.Sub(st.seen) > s.ttl {
-			delete(s.m, key)
-		} else if oldest == "" || st.seen.Before(s.m[oldest].seen) {
-			oldest = key
-		}
-	}
-	if len(s.m) >= s.max && oldest != "" {
-		delete(s.m, oldest)
-	}
-	st := &stream{seen: now}
-	s.m[k] = st
-	return st
-}
-
-func (s *streams) take(channel, msg string) *stream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := channel + "\x00" + msg
-	st := s.m[k]
-	delete(s.m, k)
-	return st
-}
-
-// deltaTimeout bounds one call of a delta: a delta never waits out a
-// rate limit (the final carries the text).
-const deltaTimeout = 5 * time.Second
-
-// onDelta streams by editing (§6.3): the first delta sends a text
-// message, later ones edit it at most every EditInterval and at most
-// MaxStreamEdits times (Feishu allows 20 edits; one is kept for the
-// final). When a call fails the stream stops and the final carries the
-// complete text.
-func (c *Connector) onDelta(ctx context.Context, ch *connector.Channel, d *connector.AssistantDelta) error {
-	cl, err := connector.ClientOf[*appClient](ch)
-	if err != nil {
-		return err
-	}
-	now := time.Now()
-	st := c.streams.get(ch.ID(), d.MessageID, now)
-	if st.broken {
-		return nil
-	}
-	parts := splitText(d.Assembled, MaxTextBytes)
-	if len(parts) == 0 {
-		return nil
-	}
-	text := parts[0]
-	ctx, cancel := context.WithTimeout(ctx, deltaTimeout)
-	defer cancel()
-	switch {
-	case st.msgID == "":
-		t, err := c.replyTarget(ctx, ch)
-		if err != nil {
-			st.broken = true
-			return err
-		}
-		id, err := cl.send(ctx, t, "text", textContent(text), uuidOf(ch.ID(), d.MessageID, -1))
-		if err != nil {
-			st.broken = true
-			return fmt.Errorf("feishu: stream start (the final will carry the text): %w", err)
-		}
-		st.msgID, st.shown, st.last = id, text, now
-		// Durable: after a restart the final edits this message.
-		if err := c.saveProgress(ctx, ch, progress{ID: d.MessageID, Stream: id}, false); err != nil {
-			c.log.Warn("feishu: save stream", "channel", ch.ID(), "err", err)
-		}
-	case text != st.shown && st.edits < MaxStreamEdits && now.Sub(st.last) >= c.editInterval:
-		if err := c.api.update(ctx, cl.cr, st.msgID, text); err != nil {
-			st.broken = true
-			return fmt.Errorf("feishu: stream edit (the final will carry the text): %w", err)
-		}
-		st.shown, st.last = text, now
-		st.edits++
-	}
-	return nil
-}
-
 // SendInput is the input of feishu_message_send.
 type SendInput struct {
 	Text string            `json:"text" desc:"Text to send to the channel's default Feishu chat (the latest direct chat with the bot)."`
@@ -362,7 +216,7 @@ type SendResult struct {
 // sendTool is feishu_message_send. The SDK makes it idempotent by tool
 // call id; Feishu's uuid covers a retry after a crash.
 func (c *Connector) sendTool(ctx context.Context, call *connector.Call, in SendInput) (SendResult, error) {
-	parts := splitText(in.Text, MaxTextBytes)
+	parts := textLimit.Split(in.Text)
 	if len(parts) == 0 && in.File == nil {
 		return SendResult{}, protocol.Errorf(protocol.CodeInvalidArguments, "text must not be empty")
 	}
