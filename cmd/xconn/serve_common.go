@@ -58,6 +58,29 @@ func (f *connFlags) sdkOptions(cmd *cobra.Command, sub string) (connector.Option
 		Logger: serveLogger(cmd.ErrOrStderr(), slog.LevelInfo)}, nil
 }
 
+// serve runs the connector a "serve <connector>" command builds, the one
+// way every such command opens: the API key, the SDK options under
+// <--data>/sub, the connector built by build (an error exits 1), the
+// listener checked, the banner (given the Base URL) printed, then
+// serveConnector until the command's context ends.
+func (f *connFlags) serve(cmd *cobra.Command, sub string, build func(sdk connector.Options) (*connector.Server, error), banner func(base string) string) error {
+	f.key()
+	sdk, err := f.sdkOptions(cmd, sub)
+	if err != nil {
+		return err
+	}
+	srv, err := build(sdk)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	ln, err := f.listenChecked()
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(cmd.OutOrStdout(), banner("http://"+serveDialable(ln.Addr())))
+	return serveConnector(cmd, srv, ln, f.apiKey, nil)
+}
+
 // listenChecked listens on --listen and refuses, before anything is
 // printed, a non-loopback address without an API key (checkListenKey).
 // Errors exit 1.

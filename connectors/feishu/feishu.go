@@ -62,9 +62,6 @@ const (
 	MaxTextBytes = 100 << 10
 )
 
-// textLimit is how long one Feishu text message may be.
-var textLimit = connector.TextLimit{Max: MaxTextBytes, Unit: connector.TextUnitBytes}
-
 //go:embed SKILL.md
 var skillMD []byte
 
@@ -105,17 +102,6 @@ type Options struct {
 	// MaxRetryWait is the longest x-ogw-ratelimit-reset waited out inside
 	// one call (default 10 s); a longer one fails the call as retryable.
 	MaxRetryWait time.Duration
-	// EditInterval is the least time between two edits of a streamed
-	// message (default 1 s; Feishu allows 5 QPS per chat, §8).
-	EditInterval time.Duration
-	// MaxFileBytes bounds one inbound file (default 30 MiB); a larger
-	// one is named in the text instead.
-	MaxFileBytes int64
-	// MaxStreams and StreamTTL bound the streamed messages being edited
-	// (defaults 256 and 10 min); the final of a stream dropped from them
-	// still edits its message, found in the channel's durable record.
-	MaxStreams int
-	StreamTTL  time.Duration
 	// Events is how Feishu delivers events: EventsLongConn ("" too) or
 	// EventsWebhook.
 	Events string
@@ -127,6 +113,20 @@ type Options struct {
 	// bodies are decrypted with it and every signed request's
 	// X-Lark-Signature is checked. Empty accepts only plaintext events.
 	EncryptKey string
+	// MaxFileBytes bounds one inbound file (default 30 MiB); a larger
+	// one is named in the text instead.
+	MaxFileBytes int64
+
+	// Streamed replies: EditInterval is the least time between two edits
+	// of a streamed message (default 1 s; Feishu allows 5 QPS per chat,
+	// §8); MaxStreams and StreamTTL bound the streamed messages being
+	// edited (defaults 256 and 10 min), and the final of a stream dropped
+	// from them still edits its message, found in the channel's durable
+	// record.
+	EditInterval time.Duration
+	MaxStreams   int
+	StreamTTL    time.Duration
+
 	// AppName is the name of apps created by feishu_qr_create_app
 	// (default DefaultRegistrationName).
 	AppName string

@@ -15,6 +15,9 @@ import (
 	"github.com/xconn/xconn/protocol"
 )
 
+// textLimit is how Telegram counts a message's length.
+var textLimit = connector.TextLimit{Max: MaxTextLen, Unit: connector.TextUnitUTF16}
+
 // replyTo is the reply context of an inbound message (the SDK keeps it per
 // message, UserMessage.ReplyContext): the forum topic it was written in,
 // where its answer goes too.

@@ -45,9 +45,6 @@ const (
 	MaxTextLen = 4096
 )
 
-// textLimit is how Telegram counts a message's length.
-var textLimit = connector.TextLimit{Max: MaxTextLen, Unit: connector.TextUnitUTF16}
-
 // skillMD is the primary Skill, served at /skill.md.
 //
 //go:embed SKILL.md
@@ -89,25 +86,29 @@ type Options struct {
 	// Transport, when set, replaces the HTTP transport (Proxy is then
 	// ignored).
 	Transport http.RoundTripper
-	// PollTimeout is the getUpdates long-polling timeout (default 25 s).
-	PollTimeout time.Duration
-	// RequestTimeout bounds every other Bot API request (default 30 s).
+	// RequestTimeout bounds every Bot API request but getUpdates
+	// (default 30 s).
 	RequestTimeout time.Duration
 	// MaxRetryWait is the longest flood-control pause (429 retry_after)
 	// waited out inside one delivery (default 10 s); a longer one rejects
 	// the message as retryable.
 	MaxRetryWait time.Duration
-	// EditInterval is the least time between two edits of a streamed
-	// message (default 1 s); deltas in between are shown by the next edit.
-	EditInterval time.Duration
-	// MaxFileBytes bounds one inbound file (default 20 MB, the Bot API's
-	// own limit); a larger one is announced in the text instead.
+
+	// Inbound: PollTimeout is the getUpdates long-polling timeout
+	// (default 25 s); MaxFileBytes bounds one inbound file (default 20 MB,
+	// the Bot API's own limit), a larger one is announced in the text.
+	PollTimeout  time.Duration
 	MaxFileBytes int64
-	// MaxStreams and StreamTTL bound the streamed messages being edited
-	// (defaults 256 and 10 min); the final of a stream dropped from them
-	// still edits its message, found in the channel's durable record.
-	MaxStreams int
-	StreamTTL  time.Duration
+
+	// Streamed replies: EditInterval is the least time between two edits
+	// of a streamed message (default 1 s; deltas in between are shown by
+	// the next edit); MaxStreams and StreamTTL bound the streamed messages
+	// being edited (defaults 256 and 10 min), and the final of a stream
+	// dropped from them still edits its message, found in the channel's
+	// durable record.
+	EditInterval time.Duration
+	MaxStreams   int
+	StreamTTL    time.Duration
 }
 
 // Connector is the Telegram connector: an SDK Connector Server whose
