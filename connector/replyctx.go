@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 )
 
 // Reply context: where the answer to one user message goes on a threaded
@@ -29,8 +28,6 @@ const (
 	maxReplyContextsBytes = 12 << 10
 	// replyContextKey is the channel state key of the records.
 	replyContextKey = "xconn.reply_context"
-	// replyContextTimeout bounds one save.
-	replyContextTimeout = 10 * time.Second
 )
 
 // SaveReplyContext records v (JSON-encoded, at most MaxReplyContextBytes)
@@ -38,9 +35,9 @@ const (
 // it goes on the target, replacing one recorded before. Publish records
 // UserMessage.ReplyContext (keeping the first one recorded for a message
 // id); a connector calls SaveReplyContext for a context it learns later.
-// Saving the value already recorded writes nothing. The channel keeps the contexts of
-// its MaxReplyContexts latest messages, durably (a restart keeps them,
-// logout clears them). Safe for concurrent use.
+// Saving the value already recorded writes nothing. The channel keeps the
+// contexts of its MaxReplyContexts latest messages, durably (a restart
+// keeps them, logout clears them). Safe for concurrent use.
 func (c *Channel) SaveReplyContext(ctx context.Context, messageID string, v any) error {
 	return c.saveReplyContext(ctx, messageID, v, true)
 }
@@ -56,27 +53,20 @@ func (c *Channel) saveReplyContext(ctx context.Context, messageID string, v any,
 	if len(b) > MaxReplyContextBytes {
 		return fmt.Errorf("connector: reply context of %s: %d bytes, at most %d", messageID, len(b), MaxReplyContextBytes)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), replyContextTimeout)
-	defer cancel()
-	defer c.srv.progress.lock(c.id)()
-	var list []progressRecord
-	if _, err := c.LoadState(ctx, replyContextKey, &list); err != nil {
-		return err
-	}
-	if i := slices.IndexFunc(list, func(r progressRecord) bool { return r.ID == messageID }); i >= 0 {
-		if !replace || bytes.Equal(list[i].Value, b) {
-			return nil
+	return c.updateRecords(ctx, replyContextKey, func(list []progressRecord) ([]progressRecord, bool) {
+		if i := slices.IndexFunc(list, func(r progressRecord) bool { return r.ID == messageID }); i >= 0 {
+			if !replace || bytes.Equal(list[i].Value, b) {
+				return list, false
+			}
+			list = slices.Delete(list, i, i+1)
 		}
-		list = slices.Delete(list, i, i+1)
-	}
-	list = append(list, progressRecord{ID: messageID, Value: b})
-	if len(list) > MaxReplyContexts {
-		list = list[len(list)-MaxReplyContexts:]
-	}
-	for size := recordsSize(list); size > maxReplyContextsBytes && len(list) > 1; size = recordsSize(list) {
-		list = list[1:]
-	}
-	return c.SaveState(ctx, replyContextKey, list)
+		list = append(list, progressRecord{ID: messageID, Value: b})
+		list = list[max(0, len(list)-MaxReplyContexts):]
+		for len(list) > 1 && recordsSize(list) > maxReplyContextsBytes {
+			list = list[1:]
+		}
+		return list, true
+	})
 }
 
 // LoadReplyContext decodes into v the reply context recorded for the user
@@ -86,18 +76,7 @@ func (c *Channel) LoadReplyContext(ctx context.Context, messageID string, v any)
 	if messageID == "" {
 		return false, nil
 	}
-	var list []progressRecord
-	if _, err := c.LoadState(ctx, replyContextKey, &list); err != nil {
-		return false, err
-	}
-	i := slices.IndexFunc(list, func(r progressRecord) bool { return r.ID == messageID })
-	if i < 0 {
-		return false, nil
-	}
-	if err := json.Unmarshal(list[i].Value, v); err != nil {
-		return false, fmt.Errorf("connector: decode reply context of %s: %w", messageID, err)
-	}
-	return true, nil
+	return c.loadRecord(ctx, replyContextKey, messageID, v)
 }
 
 // recordsSize approximates the encoded size of list.

@@ -45,8 +45,7 @@ type MessagePart struct {
 	MessageID string
 	InReplyTo string
 	// Index is the call's place in the message: the text parts first
-	// (0 is the one a stream shows and edits), then the final's further
-	// steps (files).
+	// (0 is the one a stream shows and edits), then the files.
 	Index int
 	// Key is an idempotency key for targets that take one (Feishu's uuid,
 	// Discord's nonce): 32 hex characters, the same for this channel,
@@ -55,11 +54,6 @@ type MessagePart struct {
 	// refused edit is not taken for that post.
 	Key string
 }
-
-// DeliveryStep is one more target call of a final after its text, such as
-// sending one file. part names it (its Index counts on after the text
-// parts) and carries its idempotency key.
-type DeliveryStep func(ctx context.Context, part MessagePart) error
 
 // EditStreamOptions are a target's part of an [EditStream]: how to post
 // and edit a message there, and the target's limits. R is the target's
@@ -74,6 +68,17 @@ type EditStreamOptions[R any] struct {
 	// ErrNotEditable when the target cannot edit that message any more, a
 	// *RateLimitError when it asks to wait. Required.
 	Edit func(ctx context.Context, ch *Channel, ref R, text string) error
+	// SendFile posts one file of a final, after its text (part names it:
+	// its Index counts on after the text parts). Required when the
+	// connector's Card lets xAgent send files; a final with files and no
+	// SendFile fails.
+	SendFile func(ctx context.Context, ch *Channel, part MessagePart, f *File) error
+	// Classify, when set, maps the error of a failed target call of a
+	// final to what Final returns, for the ack: a secret-free
+	// *protocol.Error with the target's refusal, Temporary for a retry (and
+	// a side effect such as marking the channel revoked). Nil returns the
+	// error as it is, which the SDK classifies (see MessageHandler).
+	Classify func(ctx context.Context, ch *Channel, err error) error
 	// Delete, when set, removes a streamed message whose final had to be
 	// posted anew, so that the target never shows the partial text beside
 	// the final (IM v2 section 5.4). Its failure is logged.
@@ -111,9 +116,9 @@ type EditStreamOptions[R any] struct {
 // message when the edit budget is spent or the target refuses the edit
 // (ErrNotEditable). A delta whose call fails stops the stream's edits (a
 // rate limit only pauses them for its Retry-After), and the final carries
-// the text. A final longer than Limit is sent in parts, then the final's
-// further steps (files) run, each recorded as done so that a redelivery
-// posts only what is missing.
+// the text. A final longer than Limit is sent in parts, then its files
+// (SendFile), each recorded as done so that a redelivery posts only what
+// is missing.
 //
 // It is correct across restarts: the target reference of a streamed
 // message is recorded durably once, when it is posted (with
@@ -122,7 +127,7 @@ type EditStreamOptions[R any] struct {
 // a second one. Edits counted against MaxEdits are kept in memory only.
 //
 // A connector creates one with NewEditStream and registers Delta with
-// Server.OnAssistantDelta; its MessageHandler calls Final. It holds no
+// Server.OnAssistantDelta and Final with Server.OnAssistantMessage. It holds no
 // goroutine and needs no Close; it is safe for concurrent use (the SDK
 // hands it one channel's deltas and finals in order, different channels
 // in parallel).

@@ -3,19 +3,33 @@ package connector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/maphash"
 )
 
 // Final delivers a final assistant message: its text in parts of at most
 // Limit, the first edited into the streamed message when there is one
 // (posted as a new message when the edit budget is spent or the target
-// refuses the edit), then the further steps (files), in order. Each part
-// and step done is recorded, so that a redelivery (after an error of a
-// later step, or a restart) posts only what is missing. It returns the
-// first error of a call, unchanged for the MessageHandler to classify, and
-// nil only when every call succeeded: the SDK acks accepted then.
-func (s *EditStream[R]) Final(ctx context.Context, ch *Channel, m *AssistantMessage, more ...DeliveryStep) error {
+// refuses the edit), then its files (SendFile), in order. Each part and
+// file done is recorded, so that a redelivery (after an error of a later
+// call, or a restart) posts only what is missing. It has the signature of
+// a MessageHandler: it returns nil only when every call succeeded (the SDK
+// acks accepted then), else the first call's error, through Classify.
+func (s *EditStream[R]) Final(ctx context.Context, ch *Channel, m *AssistantMessage) error {
+	if err := s.final(ctx, ch, m); err != nil {
+		if s.opts.Classify != nil {
+			return s.opts.Classify(ctx, ch, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (s *EditStream[R]) final(ctx context.Context, ch *Channel, m *AssistantMessage) error {
 	parts := s.opts.Limit.Split(m.Text)
+	if len(m.Files) > 0 && s.opts.SendFile == nil {
+		return fmt.Errorf("connector: message %s has files and the EditStream no SendFile", m.MessageID)
+	}
 	var rec streamRecord[R]
 	stored, err := ch.LoadProgress(ctx, m.MessageID, &rec)
 	if err != nil {
@@ -29,7 +43,7 @@ func (s *EditStream[R]) Final(ctx context.Context, ch *Channel, m *AssistantMess
 			rec.Ref, rec.Posted = st.ref, true
 		}
 	}
-	total := len(parts) + len(more)
+	total := len(parts) + len(m.Files)
 	for i := rec.Done; i < total; i++ {
 		part := MessagePart{MessageID: m.MessageID, InReplyTo: m.InReplyTo, Index: i, Key: partKey(ch.ID(), m.MessageID, i)}
 		switch {
@@ -38,7 +52,7 @@ func (s *EditStream[R]) Final(ctx context.Context, ch *Channel, m *AssistantMess
 		case i < len(parts):
 			_, err = s.opts.Send(ctx, ch, part, parts[i])
 		default:
-			err = more[i-len(parts)](ctx, part)
+			err = s.opts.SendFile(ctx, ch, part, &m.Files[i-len(parts)])
 		}
 		if err != nil {
 			return err

@@ -134,7 +134,7 @@ type streamRig struct {
 
 // startStreamRig starts the rig on st; channel "" opens and signs in a new
 // channel, else the rig reopens it (after a restart). Files of a final are
-// posted to the board as "[file <name>]" steps.
+// posted to the board as "[file <name>]" (unless opts has a SendFile).
 func startStreamRig(t testing.TB, st *store.DB, b *board, opts connector.EditStreamOptions[int], channel string) *streamRig {
 	t.Helper()
 	srv, err := connector.New(connector.Options{Store: st, APIKey: streamKey, DataDir: t.TempDir(),
@@ -154,6 +154,12 @@ func startStreamRig(t testing.TB, st *store.DB, b *board, opts connector.EditStr
 	if opts.Edit == nil {
 		opts.Edit = b.edit
 	}
+	if opts.SendFile == nil {
+		opts.SendFile = func(ctx context.Context, ch *connector.Channel, part connector.MessagePart, f *connector.File) error {
+			_, err := b.send(ctx, ch, part, "[file "+f.Filename+"]")
+			return err
+		}
+	}
 	stream, err := connector.NewEditStream(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -161,14 +167,7 @@ func startStreamRig(t testing.TB, st *store.DB, b *board, opts connector.EditStr
 	r := &streamRig{srv: srv, stream: stream, msgs: make(chan *connector.AssistantMessage, 16)}
 	srv.OnAssistantDelta(stream.Delta)
 	srv.OnAssistantMessage(func(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
-		var steps []connector.DeliveryStep
-		for _, f := range m.Files {
-			steps = append(steps, func(ctx context.Context, part connector.MessagePart) error {
-				_, err := b.send(ctx, ch, part, "[file "+f.Filename+"]")
-				return err
-			})
-		}
-		err := stream.Final(ctx, ch, m, steps...)
+		err := stream.Final(ctx, ch, m)
 		select {
 		case r.msgs <- m:
 		default:

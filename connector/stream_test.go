@@ -223,20 +223,17 @@ func TestEditStreamLongFinalResumes(t *testing.T) {
 	if err := r.stream.Delta(ctx, ch, delta("a9", 1, "first part ")); err != nil {
 		t.Fatal(err)
 	}
-	m := &connector.AssistantMessage{MessageID: "a9", Text: "first part second part third part"}
-	file := func(ctx context.Context, part connector.MessagePart) error {
-		_, err := b.send(ctx, ch, part, "[file]")
-		return err
-	}
+	m := &connector.AssistantMessage{MessageID: "a9", Text: "first part second part third part",
+		Files: []connector.File{{Filename: "chart.png"}}}
 	b.failSend = []error{nil, errors.New("500 Internal Server Error")} // part 2 fails once
-	if err := r.stream.Final(ctx, ch, m, file); err == nil {
+	if err := r.stream.Final(ctx, ch, m); err == nil {
 		t.Fatal("a failed part was not reported")
 	}
-	if err := r.stream.Final(ctx, ch, m, file); err != nil {
+	if err := r.stream.Final(ctx, ch, m); err != nil {
 		t.Fatal(err)
 	}
 	got := b.live()
-	if strings.Join(b.texts(), "|") != "first part |second part |third part|[file]" || len(got[0].History) != 0 {
+	if strings.Join(b.texts(), "|") != "first part |second part |third part|[file chart.png]" || len(got[0].History) != 0 {
 		t.Fatalf("board %+v", got)
 	}
 	if got[3].Part.Index != 3 || got[1].Part.Key == got[2].Part.Key || got[0].Part.Key == "" {
@@ -319,5 +316,32 @@ func TestEditStreamBounds(t *testing.T) {
 func TestEditStreamNeedsSendAndEdit(t *testing.T) {
 	if _, err := connector.NewEditStream(connector.EditStreamOptions[int]{}); err == nil {
 		t.Fatal("NewEditStream without Send and Edit succeeded")
+	}
+}
+
+// TestEditStreamClassify: a failed call's error goes through Classify to
+// the ack (the target's refusal, retryable or not); a final with files and
+// no SendFile fails instead of dropping them.
+func TestEditStreamClassify(t *testing.T) {
+	b := &board{}
+	r := startStreamRig(t, connectortest.NewStore(t), b, connector.EditStreamOptions[int]{
+		Classify: func(ctx context.Context, ch *connector.Channel, err error) error {
+			return &protocol.Error{Code: protocol.CodeTargetDeliveryFailed, Message: "the board refused: " + err.Error(), Retryable: true}
+		}}, "")
+	b.failSend = []error{errors.New("board closed")}
+	a := r.final(t, protocol.ChatMessagePayload{MessageID: "d1", Text: "hello"})
+	if a.Status != protocol.AckRejected || a.Retryable == nil || !*a.Retryable || a.Message != "the board refused: board closed" {
+		t.Fatalf("ack %+v", a)
+	}
+	plain, err := connector.NewEditStream(connector.EditStreamOptions[int]{Send: b.send, Edit: b.edit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &connector.AssistantMessage{MessageID: "d2", Text: "with a file", Files: []connector.File{{Filename: "x.pdf"}}}
+	if err := plain.Final(testCtx(t), r.channel(t), m); err == nil || !strings.Contains(err.Error(), "no SendFile") {
+		t.Fatalf("Final without SendFile = %v", err)
+	}
+	if len(b.live()) != 0 {
+		t.Fatalf("board %+v: nothing may be posted before the refusal", b.live())
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -321,6 +323,25 @@ func (a *openAPI) uploadImage(ctx context.Context, c cred, name string, open fun
 	err := a.call(ctx, c, "upload image", http.MethodPost, "/open-apis/im/v1/images",
 		multipartBody([][2]string{{"image_type", "message"}}, "image", name, open), &out)
 	return out.ImageKey, err
+}
+
+// fileType is the file_type of an upload (§6.6) by extension.
+func fileType(name string) string {
+	switch strings.ToLower(path.Ext(name)) {
+	case ".opus":
+		return "opus"
+	case ".mp4":
+		return "mp4"
+	case ".pdf":
+		return "pdf"
+	case ".doc", ".docx":
+		return "doc"
+	case ".xls", ".xlsx":
+		return "xls"
+	case ".ppt", ".pptx":
+		return "ppt"
+	}
+	return "stream"
 }
 
 // uploadFile uploads a file (§6.6) and returns its key.

@@ -200,7 +200,13 @@ func New(opts Options) (*Connector, error) {
 		qrTTL:        cmp.Or(max(opts.QRTTL, 0), DefaultQRTTL),
 		webhookSlots: make(chan struct{}, maxWebhookInFlight),
 	}
-	c.stream, err = connector.NewEditStream(connector.EditStreamOptions[string]{Send: c.streamSend, Edit: c.streamEdit,
+	// Replies go through the SDK's EditStream, to where the message they
+	// answer was written: the text (edited into the streamed message when
+	// there is one; split beyond MaxTextBytes), then each file. Every call
+	// carries a Feishu uuid (idempotent for an hour, §6.1), which covers a
+	// crash between a send and its record.
+	c.stream, err = connector.NewEditStream(connector.EditStreamOptions[string]{
+		Send: c.streamSend, Edit: c.streamEdit, SendFile: c.streamFile, Classify: c.deliveryError,
 		Limit: textLimit, MaxEdits: MaxStreamEdits + 1, Interval: opts.EditInterval, MaxStreams: opts.MaxStreams, TTL: opts.StreamTTL})
 	if err == nil {
 		err = c.register()
@@ -241,7 +247,7 @@ func (c *Connector) register() error {
 			SideEffect:  true,
 		}),
 	}
-	c.srv.OnAssistantMessage(c.onMessage)
+	c.srv.OnAssistantMessage(c.stream.Final)
 	c.srv.OnAssistantDelta(c.stream.Delta)
 	return errors.Join(errs...)
 }

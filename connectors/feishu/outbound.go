@@ -20,33 +20,6 @@ func uuidOf(channel, msgID string, step int) string {
 	return hex.EncodeToString(h[:16])
 }
 
-// onMessage delivers a final assistant message through the SDK's
-// EditStream, to where the message it answers was written: the text
-// (edited into the streamed message when there is one, else sent; split
-// beyond MaxTextBytes), then each file. Every step carries a Feishu uuid
-// (idempotent for an hour, §6.1), which covers a crash between a send and
-// its record. The SDK acks accepted only when every call succeeded.
-func (c *Connector) onMessage(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
-	cl, err := connector.ClientOf[*appClient](ch)
-	if err != nil {
-		return err
-	}
-	t, err := c.replyTarget(ctx, ch, m.InReplyTo)
-	if err != nil {
-		return err
-	}
-	files := make([]connector.DeliveryStep, len(m.Files))
-	for i := range m.Files {
-		files[i] = func(ctx context.Context, part connector.MessagePart) error {
-			return cl.sendFile(ctx, t, &m.Files[i], part.Key)
-		}
-	}
-	if err := c.stream.Final(ctx, ch, m, files...); err != nil {
-		return c.deliveryError(ctx, ch, err)
-	}
-	return nil
-}
-
 // streamSend sends one text part of an assistant message (§6.1, §6.2).
 func (c *Connector) streamSend(ctx context.Context, ch *connector.Channel, part connector.MessagePart, text string) (string, error) {
 	cl, err := connector.ClientOf[*appClient](ch)
@@ -58,6 +31,20 @@ func (c *Connector) streamSend(ctx context.Context, ch *connector.Channel, part 
 		return "", err
 	}
 	return cl.send(ctx, t, "text", textContent(text), part.Key)
+}
+
+// streamFile sends one file of a final where the message it answers was
+// written.
+func (c *Connector) streamFile(ctx context.Context, ch *connector.Channel, part connector.MessagePart, f *connector.File) error {
+	cl, err := connector.ClientOf[*appClient](ch)
+	if err != nil {
+		return err
+	}
+	t, err := c.replyTarget(ctx, ch, part.InReplyTo)
+	if err != nil {
+		return err
+	}
+	return cl.sendFile(ctx, t, f, part.Key)
 }
 
 // streamEdit edits a streamed message (§6.3). A refusal that is neither

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path"
-	"strings"
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/protocol"
@@ -67,25 +65,6 @@ func (cl *appClient) send(ctx context.Context, t target, msgType, content, uuid 
 		m, err = cl.c.api.create(ctx, cl.cr, t.chatID, msgType, content, uuid)
 	}
 	return m.MessageID, err
-}
-
-// fileType is the file_type of an upload (§6.6) by extension.
-func fileType(name string) string {
-	switch strings.ToLower(path.Ext(name)) {
-	case ".opus":
-		return "opus"
-	case ".mp4":
-		return "mp4"
-	case ".pdf":
-		return "pdf"
-	case ".doc", ".docx":
-		return "doc"
-	case ".xls", ".xlsx":
-		return "xls"
-	case ".ppt", ".pptx":
-		return "ppt"
-	}
-	return "stream"
 }
 
 // sendFile uploads f (an image ≤ 10 MB through im/v1/images, anything

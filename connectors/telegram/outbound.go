@@ -35,29 +35,6 @@ func (c *Connector) threadOf(ctx context.Context, ch *connector.Channel, inReply
 	return rt.Thread
 }
 
-// onMessage delivers a final assistant message through the SDK's
-// EditStream: its text in parts of at most MaxTextLen (the first one
-// edited into the streamed message, if any), then each file, in the topic
-// of the message it answers. It returns nil, and the SDK acks accepted,
-// only after every Bot API call succeeded.
-func (c *Connector) onMessage(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
-	cl, err := connector.ClientOf[*chatClient](ch)
-	if err != nil {
-		return err
-	}
-	files := make([]connector.DeliveryStep, len(m.Files))
-	for i := range m.Files {
-		files[i] = func(ctx context.Context, part connector.MessagePart) error {
-			_, err := cl.sendFile(ctx, &m.Files[i], "", c.threadOf(ctx, ch, part.InReplyTo))
-			return err
-		}
-	}
-	if err := c.stream.Final(ctx, ch, m, files...); err != nil {
-		return c.deliveryError(ctx, ch, err)
-	}
-	return nil
-}
-
 // streamSend posts one text part of an assistant message (the stream's
 // message, or a part of a final).
 func (c *Connector) streamSend(ctx context.Context, ch *connector.Channel, part connector.MessagePart, text string) (int64, error) {
@@ -66,6 +43,16 @@ func (c *Connector) streamSend(ctx context.Context, ch *connector.Channel, part 
 		return 0, err
 	}
 	return cl.sendText(ctx, text, c.threadOf(ctx, ch, part.InReplyTo))
+}
+
+// streamFile sends one file of a final, in the topic of the message it
+// answers.
+func (c *Connector) streamFile(ctx context.Context, ch *connector.Channel, part connector.MessagePart, f *connector.File) error {
+	cl, err := connector.ClientOf[*chatClient](ch)
+	if err == nil {
+		_, err = cl.sendFile(ctx, f, "", c.threadOf(ctx, ch, part.InReplyTo))
+	}
+	return err
 }
 
 // streamEdit edits a streamed message; a message Telegram refuses to edit
@@ -89,6 +76,9 @@ func (c *Connector) streamEdit(ctx context.Context, ch *connector.Channel, id in
 // retryable; other refusals are not. Messages are secret-free.
 func (c *Connector) deliveryError(ctx context.Context, ch *connector.Channel, err error) error {
 	c.log.Warn("telegram: delivery failed", "channel", ch.ID(), "err", err)
+	if perr := protocol.AsError(err); perr != nil {
+		return perr // the SDK's own (the channel's client is not there)
+	}
 	var ae *APIError
 	switch {
 	case isUnauthorized(err):

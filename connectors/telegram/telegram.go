@@ -150,7 +150,12 @@ func New(opts Options) (*Connector, error) {
 		maxFileBytes: cmp.Or(max(opts.MaxFileBytes, 0), DefaultMaxFileBytes),
 		typing:       map[string]time.Time{},
 	}
-	c.stream, err = connector.NewEditStream(connector.EditStreamOptions[int64]{Send: c.streamSend, Edit: c.streamEdit,
+	// Replies go through the SDK's EditStream: text parts of at most
+	// MaxTextLen (the first edited into the streamed message, if any),
+	// then each file, in the topic of the message they answer; the SDK
+	// acks accepted only after every Bot API call succeeded.
+	c.stream, err = connector.NewEditStream(connector.EditStreamOptions[int64]{
+		Send: c.streamSend, Edit: c.streamEdit, SendFile: c.streamFile, Classify: c.deliveryError,
 		Limit: textLimit, Interval: opts.EditInterval, MaxStreams: opts.MaxStreams, TTL: opts.StreamTTL})
 	if err == nil {
 		err = c.register()
@@ -181,7 +186,7 @@ func (c *Connector) register() error {
 			SideEffect:  true,
 		}),
 	}
-	c.srv.OnAssistantMessage(c.onMessage)
+	c.srv.OnAssistantMessage(c.stream.Final)
 	c.srv.OnAssistantDelta(c.stream.Delta)
 	c.srv.OnActivity(c.onActivity)
 	return errors.Join(errs...)
