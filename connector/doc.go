@@ -85,9 +85,9 @@
 //     then edited, with an edit interval, an edit budget (the final always
 //     lands), a TTL and bounds on the streams; it records the posted
 //     message durably once, so a final redelivered after a crash edits it
-//     instead of posting twice. A connector gives it Send and Edit and
-//     registers [EditStream.Delta]; its MessageHandler calls
-//     [EditStream.Final].
+//     instead of posting twice. A connector gives it Send, Edit and
+//     SendFile and registers [EditStream.Delta] and [EditStream.Final] as
+//     its IM v2 handlers.
 //   - [TextLimit] splits a text by the target's limit in its unit (bytes,
 //     UTF-16 units, runes), never inside a grapheme cluster or a Markdown
 //     code block.

@@ -40,8 +40,8 @@ func (c *chatAPI) edit(id int, text string) error {
 }
 
 // A connector streams replies by editing one target message: it gives the
-// EditStream its target's post and edit calls and limits, registers Delta,
-// and calls Final from its message handler (files would follow as steps).
+// EditStream its target's calls (post, edit, send a file) and limits, and
+// registers Delta and Final as its IM v2 handlers.
 func ExampleEditStream() {
 	chat := &chatAPI{}
 	stream, err := connector.NewEditStream(connector.EditStreamOptions[int]{
@@ -54,6 +54,10 @@ func ExampleEditStream() {
 			}
 			return nil
 		},
+		SendFile: func(ctx context.Context, ch *connector.Channel, part connector.MessagePart, f *connector.File) error {
+			chat.post("[" + f.Filename + "]") // upload f.Open()'s bytes to the target
+			return nil
+		},
 		Limit:    connector.TextLimit{Max: 40, Unit: connector.TextUnitUTF16},
 		MaxEdits: 20,
 		Interval: time.Millisecond,
@@ -63,9 +67,7 @@ func ExampleEditStream() {
 	}
 	_, host, ch, stop := exampleConnector(func(srv *connector.Server) {
 		srv.OnAssistantDelta(stream.Delta)
-		srv.OnAssistantMessage(func(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
-			return stream.Final(ctx, ch, m) // ack "accepted" once every part landed
-		})
+		srv.OnAssistantMessage(stream.Final) // acked "accepted" once every part and file landed
 	})
 	defer stop()
 

@@ -107,9 +107,7 @@ func streamChild(spec string) int {
 		return connector.Account[boardLogin]{Binding: in, DisplayName: in.Name}, nil
 	}, connector.FlowOptions{Default: true})
 	srv.OnAssistantDelta(stream.Delta)
-	srv.OnAssistantMessage(func(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
-		return stream.Final(ctx, ch, m)
-	})
+	srv.OnAssistantMessage(stream.Final)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
