@@ -105,7 +105,9 @@ type EditStreamOptions[R any] struct {
 	MaxStreams int
 	MaxBytes   int
 	// CallTimeout bounds one Send or Edit of a delta (default
-	// DefaultStreamCallTimeout).
+	// DefaultStreamCallTimeout). The call is not cut short when the
+	// socket it came on closes, so that a message the target posted is
+	// recorded.
 	CallTimeout time.Duration
 }
 
@@ -206,7 +208,7 @@ func (s *EditStream[R]) Delta(ctx context.Context, ch *Channel, d *AssistantDelt
 			st.ref, st.posted = rec.Ref, true
 		}
 	}
-	if st.broken || now.Before(st.pause) {
+	if st.done || st.broken || now.Before(st.pause) {
 		return nil
 	}
 	if st.posted && (now.Sub(st.last) < s.opts.Interval || (s.opts.MaxEdits > 0 && st.edits >= s.opts.MaxEdits-1)) {
@@ -220,7 +222,9 @@ func (s *EditStream[R]) Delta(ctx context.Context, ch *Channel, d *AssistantDelt
 	if st.posted && h == st.shown {
 		return nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	// Not cut short by the socket closing: a post the target made must
+	// be recorded (CallTimeout bounds it, and Close waits for it).
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.CallTimeout)
 	defer cancel()
 	if !st.posted {
 		part := MessagePart{MessageID: d.MessageID, InReplyTo: d.InReplyTo, Key: partKey(ch.ID(), d.MessageID, -1)}

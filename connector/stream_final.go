@@ -39,6 +39,7 @@ func (s *EditStream[R]) final(ctx context.Context, ch *Channel, m *AssistantMess
 	if st != nil {
 		st.mu.Lock() // a delta of this message still at its call
 		defer st.mu.Unlock()
+		st.done = true
 		if st.posted {
 			rec.Ref, rec.Posted = st.ref, true
 		}

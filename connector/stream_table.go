@@ -20,6 +20,7 @@ type stream[R any] struct {
 	last   time.Time // the last post or edit (Interval)
 	pause  time.Time // no call before (a rate limit's Retry-After)
 	broken bool      // a call failed: no more edits, the final carries the text
+	done   bool      // the final took it: a late delta does nothing
 
 	// Guarded by streamTable.mu.
 	seen time.Time // the last delta (TTL, eviction order)
