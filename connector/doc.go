@@ -93,7 +93,10 @@
 //     code block.
 //   - [RateLimitError] is how a target client reports "slow down", with
 //     its Retry-After ([ParseRetryAfter], [RetryAfterHeader]);
-//     [RateLimit] waits it out within a cap, and [IsTemporary] reports it.
+//     [RateLimit] waits it out within a cap, and [IsTemporary] reports it;
+//     [RateBuckets] remembers a wait per route or method, so that the next
+//     call waits instead of being refused (Discord's buckets, Slack's
+//     tiers).
 //   - Reply context: [UserMessage].ReplyContext records where an answer to
 //     the message goes (its thread, topic, chat); the answer's
 //     AssistantMessage.InReplyTo names the message it answers (the xconn
