@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/xconn/xconn/connector"
@@ -211,36 +212,60 @@ func BenchmarkTextLimitSplit(b *testing.B) {
 }
 
 // BenchmarkTextLimitSplitBaseline is the same text as
-// BenchmarkTextLimitSplit cut the naive way (rune boundaries and a line
-// break, no graphemes, no fences), the baseline of the ratio.
+// BenchmarkTextLimitSplit cut by the code TextLimit replaced in the
+// Telegram connector (UTF-16 units counted on a []rune, a line break or a
+// space in the second half; no graphemes, no fences): the baseline of the
+// ratio.
 func BenchmarkTextLimitSplitBaseline(b *testing.B) {
 	text := strings.Repeat("A line of words, wörds and emoji 👍🏽 in a long answer.\n", 400)
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(naiveSplit(text, 4096)) == 0 {
+		if len(oldTelegramSplit(text, 4096)) == 0 {
 			b.Fatal("no parts")
 		}
 	}
 }
 
-// naiveSplit cuts text into parts of at most limit bytes on rune
-// boundaries, preferring a line break in the second half.
-func naiveSplit(text string, limit int) []string {
+// oldTelegramSplit is connectors/telegram's splitText before TextLimit.
+func oldTelegramSplit(text string, limit int) []string {
 	var parts []string
-	for len(text) > 0 {
-		n := min(limit, len(text))
-		for n < len(text) && n > 0 && !utf8.RuneStart(text[n]) {
-			n--
+	r := []rune(text)
+	for len(r) > 0 {
+		n, units := 0, 0
+		for n < len(r) {
+			u := utf16.RuneLen(r[n])
+			if u < 0 {
+				u = 1
+			}
+			if units+u > limit {
+				break
+			}
+			units += u
+			n++
 		}
-		part := text[:n]
-		if n < len(text) {
-			if i := strings.LastIndexByte(part, '\n'); i >= n/2 {
-				part = part[:i+1]
+		cut := n
+		if n < len(r) {
+			for _, sep := range []rune{'\n', ' '} {
+				if i := lastRune(r[:n], sep); i >= n/2 {
+					cut = i + 1
+					break
+				}
 			}
 		}
-		parts = append(parts, part)
-		text = text[len(part):]
+		if part := string(r[:cut]); strings.TrimSpace(part) != "" {
+			parts = append(parts, part)
+		}
+		r = r[cut:]
 	}
 	return parts
+}
+
+func lastRune(r []rune, x rune) int {
+	for i := len(r) - 1; i >= 0; i-- {
+		if r[i] == x {
+			return i
+		}
+	}
+	return -1
 }
