@@ -26,13 +26,11 @@ func artifactDir(t *testing.T) string {
 	return t.ArtifactDir()
 }
 
-// newBrowser starts headless Chromium with a w×h window; it skips the
-// test when Chromium is not installed.
+// newBrowser starts headless Chromium with a w×h viewport; it skips the
+// test when Chromium is not found (findChromium).
 func newBrowser(t *testing.T, ctx context.Context, w, h int) context.Context {
 	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("no Chromium binary at %s (Debian package chromium; .ci/run installs it): %v", chromiumPath, err)
-	}
+	chromiumPath := findChromium(t)
 	actx, acancel := chromedp.NewExecAllocator(ctx,
 		chromedp.ExecPath(chromiumPath),
 		chromedp.Headless,
@@ -50,6 +48,11 @@ func newBrowser(t *testing.T, ctx context.Context, w, h int) context.Context {
 	t.Cleanup(acancel)
 	bctx, bcancel := chromedp.NewContext(actx)
 	t.Cleanup(bcancel)
+	// The window alone does not make a phone: headless Chromium keeps its
+	// viewport at least 500 px wide.
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(int64(w), int64(h))); err != nil {
+		t.Fatalf("viewport %dx%d: %v", w, h, err)
+	}
 	return bctx
 }
 

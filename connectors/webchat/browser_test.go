@@ -3,6 +3,7 @@ package webchat_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,8 +14,29 @@ import (
 	"github.com/xconn/xconn/protocol"
 )
 
-// chromiumPath is Debian's Chromium, installed by .ci/run.
-const chromiumPath = "/usr/bin/chromium"
+// chromiumNames are the names a Chromium (or Chrome) binary goes by on
+// PATH; $XCONN_CHROMIUM, a path, comes first.
+var chromiumNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome", "headless-shell"}
+
+// findChromium returns the browser the browser tests drive, or skips the
+// test saying what it looked for and how to enable it.
+func findChromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("XCONN_CHROMIUM"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("XCONN_CHROMIUM=%s: %v", p, err)
+		}
+		return p
+	}
+	for _, name := range chromiumNames {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skipf("browser test skipped: no Chromium on PATH (looked for %s); install one (Debian: apt-get install chromium; .ci/run does) or set XCONN_CHROMIUM to its path",
+		strings.Join(chromiumNames, ", "))
+	return ""
+}
 
 // pacedAgent slows Echo's deltas down so that the page visibly streams.
 type pacedAgent struct{ pace time.Duration }
@@ -57,9 +79,7 @@ const lastFinal = `(() => {
 })()`
 
 func TestBrowserChat(t *testing.T) {
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("no Chromium binary at %s (Debian package chromium; .ci/run installs it): %v", chromiumPath, err)
-	}
+	chromiumPath := findChromium(t)
 	s := newSystem(t, systemOptions{agent: pacedAgent{pace: 120 * time.Millisecond}})
 	si, loginURL := s.startQR(t, "browser-user")
 
