@@ -59,7 +59,7 @@ func (a *agentFlags) describe() string {
 	if os.Getenv(envOpenAIKey) != "" {
 		key = "key from " + envOpenAIKey
 	}
-	return fmt.Sprintf("Agent: openai, model %s at %s (%s)", a.model, a.baseURL, key)
+	return fmt.Sprintf("Agent: openai, model %s at %s; %s", a.model, a.baseURL, key)
 }
 
 // preflight checks the model server of an openai agent before anything

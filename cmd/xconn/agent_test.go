@@ -100,7 +100,7 @@ func TestHostAgentOpenAI(t *testing.T) {
 	waitFor(t, out, regexp.MustCompile(`serving channel \S+ .* with the openai agent`), 30*time.Second)
 	// It said which agent answers, and the page users open (issue 34, item 3).
 	waitFor(t, out, regexp.MustCompile(`users chat at `+regexp.QuoteMeta(srv.URL+"/webchat/rooms/lobby")), time.Second)
-	if !strings.Contains(out.String(), "Agent: openai, model any at "+model.URL+" (key from OPENAI_API_KEY)") {
+	if !strings.Contains(out.String(), "Agent: openai, model any at "+model.URL+"; key from OPENAI_API_KEY") {
 		t.Fatalf("host does not say which agent answers:\n%s", out.String())
 	}
 
@@ -223,7 +223,7 @@ func TestDemoAgentOpenAI(t *testing.T) {
 	// the cause is one ERROR line in the demo's own readable shape on
 	// stdout, with the URL: nothing in another style on stderr (issue
 	// 34, items 3 and 4).
-	if !strings.Contains(out.String(), "Agent: openai, model llama3.2 at "+model.URL+" (no key (OPENAI_API_KEY is unset))") {
+	if !strings.Contains(out.String(), "Agent: openai, model llama3.2 at "+model.URL+"; no key (OPENAI_API_KEY is unset)") {
 		t.Fatalf("the demo does not say which agent answers:\n%s", out.String())
 	}
 	model.Enqueue(openaitest.Response{Status: http.StatusUnauthorized, ErrorType: "invalid_request_error", ErrorCode: "invalid_api_key", ErrorMessage: "Incorrect API key provided."})

@@ -87,7 +87,7 @@ func (f *hostFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.dataDir, "data", envOr("XCONN_HOST_DATA", defaultHostDataDir), "data directory of the host: SQLite database, key, received files; the host's own, locked while it runs (env XCONN_HOST_DATA)")
 	f.agent.register(fs, `agent that answers user messages: "echo", or "openai" (any OpenAI-compatible server, with --model and --base-url)`)
 	fs.StringVar(&f.userID, "user", defaultHostUser, "user id the channel belongs to")
-	f.log.register(fs)
+	f.log.register(fs, false)
 	f.invoke.register(fs)
 	fs.StringArrayVar(&f.downloadOrigins, "download-origin", nil, `another origin (scheme://host[:port]) the host may download a connector's download_url from, besides the connector's own; "*" for any (repeatable)`)
 }

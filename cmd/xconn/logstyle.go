@@ -26,19 +26,27 @@ const (
 // logStyleHelp is the help of --log.
 const logStyleHelp = `log style: "structured" (one logfmt record per line on stderr), "pretty" (the readable view on stdout, warnings in the same shape), or "auto": pretty when stdout is a terminal, else structured`
 
-// logLevelHelp is the help of --log-level.
-const logLevelHelp = `lowest level logged: debug, info, warn or error (default: warn in the pretty view, info in the structured style)`
-
 // logFlags are --log and --log-level, the same on every command that logs
-// (demo, host, serve): one style per process, chosen once.
+// (demo, host, serve): one style per process, chosen once. The pretty
+// view of demo and host shows packets, so it logs warnings and above
+// unless told otherwise; a serve command has no packet view, so its log
+// shows info in either style (serving set).
 type logFlags struct {
-	style string // --log
-	level string // --log-level; "" is the style's default
+	style   string // --log
+	level   string // --log-level; "" is the style's default
+	serving bool   // a serve command: info by default in the pretty view too
 }
 
-func (l *logFlags) register(fs *pflag.FlagSet) {
+// register adds --log and --log-level to fs; serving is the serve
+// commands' default level (see logFlags).
+func (l *logFlags) register(fs *pflag.FlagSet, serving bool) {
+	l.serving = serving
 	fs.StringVar(&l.style, "log", logAuto, logStyleHelp)
-	fs.StringVar(&l.level, "log-level", "", logLevelHelp)
+	levels := "warn in the pretty view, info in the structured style"
+	if serving {
+		levels = "info"
+	}
+	fs.StringVar(&l.level, "log-level", "", "lowest level logged: debug, info, warn or error (default: "+levels+")")
 }
 
 // resolve returns whether the pretty view is on (for auto: stdout is a
@@ -53,7 +61,7 @@ func (l *logFlags) resolve(stdout io.Writer) (pretty bool, level slog.Level, err
 		if err := level.UnmarshalText([]byte(l.level)); err != nil {
 			return false, 0, usageError(fmt.Errorf("--log-level %q: want debug, info, warn or error", l.level))
 		}
-	case pretty:
+	case pretty && !l.serving:
 		level = slog.LevelWarn
 	default:
 		level = slog.LevelInfo

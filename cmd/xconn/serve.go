@@ -68,7 +68,7 @@ func (f *webchatFlags) register(cmd *cobra.Command, withAPIKey bool) {
 	if withAPIKey {
 		registerAPIKey(fs, &f.apiKey, "system API key xAgent must present (default: env XCONN_API_KEY)")
 	}
-	f.log.register(fs)
+	f.log.register(fs, withAPIKey) // serve webchat; the demo has its packet view
 }
 
 func envOr(key, def string) string {

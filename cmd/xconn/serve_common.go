@@ -39,7 +39,7 @@ func (f *connFlags) register(fs *pflag.FlagSet, dataDef, dataHelp, publicHelp st
 	fs.StringVar(&f.dataDir, "data", envOr("XCONN_DATA", dataDef), dataHelp+"; one connector's, locked while it runs (env XCONN_DATA)")
 	fs.StringVar(&f.storeDSN, "store", os.Getenv("XCONN_STORE"), `store DSN: "sqlite:/path/file.db" or "postgres://..." (default: SQLite in the data directory) (env XCONN_STORE)`)
 	registerAPIKey(fs, &f.apiKey, "system API key xAgent must present (default: env XCONN_API_KEY)")
-	f.log.register(fs)
+	f.log.register(fs, true)
 }
 
 // key returns --api-key, else XCONN_API_KEY.

@@ -100,6 +100,9 @@ func (c *Client) Preflight(ctx context.Context, model string) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if errors.Is(err, context.DeadlineExceeded) { // it answers the connection, not the request: busy, or loading a model
+			return &PreflightError{Problem: PreflightTransient, URL: shown + "/models", Model: model, Detail: fmt.Sprintf("no answer within %v", PreflightTimeout)}
+		}
 		return &PreflightError{Problem: PreflightUnreachable, URL: shown, Model: model, Detail: c.redact(rootCause(err))}
 	case modelsStatus == http.StatusUnauthorized || modelsStatus == http.StatusForbidden:
 		return &PreflightError{Problem: PreflightKey, URL: shown + "/models", Model: model, Status: modelsStatus}
@@ -114,7 +117,11 @@ func (c *Client) Preflight(ctx context.Context, model string) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return &PreflightError{Problem: PreflightTransient, URL: shown + "/chat/completions", Model: model, Detail: c.redact(rootCause(err))}
+		detail := c.redact(rootCause(err))
+		if errors.Is(err, context.DeadlineExceeded) {
+			detail = fmt.Sprintf("no answer within %v", PreflightTimeout)
+		}
+		return &PreflightError{Problem: PreflightTransient, URL: shown + "/chat/completions", Model: model, Detail: detail}
 	case status/100 == 2:
 		return nil
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
