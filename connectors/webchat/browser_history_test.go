@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/xconn/xconn/protocol"
 )
 
 // artifactDir is where browser tests write screenshots: $XCONN_TEST_ARTIFACTS
@@ -108,22 +107,12 @@ func TestBrowserHistoryAndStatus(t *testing.T) {
 		t.Fatalf("/ led to %s, want %s/webchat/", loc, s.baseURL)
 	}
 
-	si, loginURL := s.startQR(t, "history-user")
-	if err := chromedp.Do(bctx, chromedp.Navigate(loginURL), chromedp.WaitVisible(chromedp.CSS("#confirm"))); err != nil {
-		t.Fatalf("open login URL: %v", err)
-	}
-	waitStatus(t, si, protocol.AuthScanned)
+	browserSignIn(t, ctx, bctx, s, "history-user")
 	if err := chromedp.Do(bctx,
-		chromedp.Click(chromedp.CSS("#confirm")),
-		chromedp.WaitVisible(chromedp.CSS("#composer")),
-		chromedp.WaitVisible(chromedp.CSS(`#status[data-state="connected"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#empty")), // an empty chat says what to do
 		chromedp.WaitVisible(chromedp.CSS("#signout")),
 	); err != nil {
-		t.Fatalf("confirm: %v", err)
-	}
-	if _, err := si.Wait(ctx); err != nil {
-		t.Fatalf("sign-in: %v", err)
+		t.Fatalf("chat after sign-in: %v", err)
 	}
 	step("signed in")
 	screenshot(t, bctx, "webchat-phone-empty.png")

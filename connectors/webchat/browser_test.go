@@ -11,7 +11,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/xconn/xconn/host"
-	"github.com/xconn/xconn/protocol"
 )
 
 // chromiumNames are the names a Chromium (or Chrome) binary goes by on
@@ -81,7 +80,6 @@ const lastFinal = `(() => {
 func TestBrowserChat(t *testing.T) {
 	chromiumPath := findChromium(t)
 	s := newSystem(t, systemOptions{agent: pacedAgent{pace: 120 * time.Millisecond}})
-	si, loginURL := s.startQR(t, "browser-user")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -106,24 +104,7 @@ func TestBrowserChat(t *testing.T) {
 	t0 := time.Now()
 	step := func(name string) { t.Logf("%6.2fs %s", time.Since(t0).Seconds(), name) }
 	// Open the QR URL and confirm.
-	if err := chromedp.Do(bctx,
-		chromedp.Navigate(loginURL),
-		chromedp.WaitVisible(chromedp.CSS("#confirm")),
-	); err != nil {
-		t.Fatalf("open login URL: %v", err)
-	}
-	step("login page")
-	waitStatus(t, si, protocol.AuthScanned)
-	if err := chromedp.Do(bctx,
-		chromedp.Click(chromedp.CSS("#confirm")),
-		chromedp.WaitVisible(chromedp.CSS("#composer")),
-		chromedp.WaitVisible(chromedp.CSS(`#status[data-state="connected"]`)),
-	); err != nil {
-		t.Fatalf("confirm: %v", err)
-	}
-	if _, err := si.Wait(ctx); err != nil {
-		t.Fatalf("sign-in: %v", err)
-	}
+	browserSignIn(t, ctx, bctx, s, "browser-user")
 	step("signed in")
 	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](observeJS)); err != nil {
 		t.Fatal(err)
