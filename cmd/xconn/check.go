@@ -139,6 +139,9 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
 				}
 				return strings.ReplaceAll(s, opts.APIKey, "[redacted]")
 			}); err != nil {
+				if cmd.Context().Err() != nil {
+					return &exitError{code: 1, err: errors.New("check interrupted: no report")}
+				}
 				return err
 			}
 			rep, err := conformance.Check(cmd.Context(), args[0], opts)
@@ -146,7 +149,7 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
 				var pe *conformance.PreflightError
 				switch {
 				case cmd.Context().Err() != nil:
-					return err
+					return &exitError{code: 1, err: errors.New("check interrupted: no report")} // not a usage error
 				case errors.As(err, &pe):
 					// Nothing listens, or the key is refused: one sentence.
 					return &exitError{code: 1, err: pe}

@@ -124,6 +124,9 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 		}
 		return strings.ReplaceAll(s, apiKey, "[redacted]")
 	}); err != nil {
+		if ctx.Err() != nil {
+			return nil // Ctrl-C stops at once, here too
+		}
 		return err
 	}
 	secrets := connector.NewRedactor(0)

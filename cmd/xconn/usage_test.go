@@ -317,3 +317,32 @@ func TestHelpTexts(t *testing.T) {
 	}
 	walk(newRootCmd())
 }
+
+// TestInterruptBeforeRun: Ctrl-C while host or check waits for a
+// connector that takes the connection but does not answer stops at once,
+// not as a usage error ("context canceled; see --help", exit 2).
+func TestInterruptBeforeRun(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // accepted by the kernel, never answered
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	base := "http://" + ln.Addr().String()
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"host", base, "--data", filepath.Join(t.TempDir(), "h")}, 0, ""},
+		{[]string{"check", base}, 1, "xconn: check interrupted: no report\n"},
+	} {
+		t.Run(c.args[0], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			var out, errOut strings.Builder
+			if code := run(ctx, c.args, strings.NewReader(""), &out, &errOut); code != c.code || errOut.String() != c.want {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q", code, errOut.String(), c.code, c.want)
+			}
+		})
+	}
+}
