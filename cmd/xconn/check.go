@@ -19,7 +19,7 @@ import (
 func newCheckCmd() *cobra.Command {
 	var (
 		opts               conformance.Options
-		authInput          []string
+		conn               connectorFlags // --api-key(-file), --auth-flow, --auth-input(-file), as for xconn host
 		jsonOut, list, md  bool
 		junitFile          string
 		toolArgs           string
@@ -45,13 +45,14 @@ A Card does not say which tools have side effects, so the suite never invents
 tool arguments: tool.invoke runs only with --tool ID, a Card tool, which it
 invokes on the signed-in channel with --tool-args JSON (a JSON object;
 connector_channel_id is set to the channel). --invoke TOOL --args JSON are the
-same flags under the names of the issue that asked for them. Without --tool it
-is skipped.
+same flags under the names "xconn host" uses. Without --tool it is skipped.
 
-When nothing answers at BASE_URL, or the Connector refuses the API key, check
-stops with one sentence saying so and exits 1, without a report.
+When nothing answers at BASE_URL, it is not a Connector's root, or the
+Connector refuses the API key, check stops with one sentence saying so and
+exits 1, without a report.
 
-The API key may also come from XCONN_API_KEY.
+The API key comes from --api-key-file, --api-key or XCONN_API_KEY, as for
+"xconn host".
 
 With --xagent it checks the other side instead: it serves a scripted Connector
 Server (card im.xagent-check) at --listen and judges the xAgent-side
@@ -80,7 +81,7 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
 				return nil
 			}
 			if len(args) != 1 {
-				return usageError(errors.New("check needs exactly one BASE_URL"))
+				return usageError(argsProblem(cmd, args))
 			}
 			return nil
 		},
@@ -89,7 +90,7 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
 				return usageError(errors.New("--markdown needs --list"))
 			}
 			if xagentMode {
-				return runCheckXAgent(cmd, opts, listen, list, md, jsonOut, junitFile)
+				return runCheckXAgent(cmd, opts, &conn, listen, list, md, jsonOut, junitFile)
 			}
 			reqs, err := conformance.Select(opts.Only, opts.Skip)
 			if err != nil {
@@ -102,17 +103,10 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
 				}
 				return conformance.WriteList(out, reqs)
 			}
-			if opts.APIKey == "" {
-				opts.APIKey = os.Getenv("XCONN_API_KEY")
-			}
-			if len(authInput) > 0 {
-				opts.AuthInput = map[string]string{}
-				for _, kv := range authInput {
-					k, v, ok := strings.Cut(kv, "=")
-					if !ok || k == "" {
-						return usageError(fmt.Errorf("--auth-input %q: want key=value", redactInput(kv)))
-					}
-					opts.AuthInput[k] = v
+			opts.APIKey, opts.AuthFlow = conn.key(), conn.flowID
+			if len(conn.inputs) > 0 {
+				if opts.AuthInput, err = conn.authInputs(); err != nil {
+					return err
 				}
 			}
 			if cmd.Flags().Changed("invoke") {
@@ -137,15 +131,25 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
 				opts.ToolArgs = json.RawMessage(toolArgs)
 			}
 			opts.Out = cmd.ErrOrStderr()
-			if err := checkNotConnectorURL(cmd.Context(), args[0]); err != nil {
-				return err // a wrong Base URL: one sentence (host_preflight.go)
+			// The caller's own mistakes first, in one sentence each, as
+			// "xconn host" says them (host_preflight.go).
+			if err := connectorPreflight(cmd.Context(), args[0], opts.APIKey, opts.AuthFlow, func(s string) string {
+				if opts.APIKey == "" {
+					return s
+				}
+				return strings.ReplaceAll(s, opts.APIKey, "[redacted]")
+			}); err != nil {
+				if cmd.Context().Err() != nil {
+					return &exitError{code: 1, err: errors.New("check interrupted: no report")}
+				}
+				return err
 			}
 			rep, err := conformance.Check(cmd.Context(), args[0], opts)
 			if err != nil {
 				var pe *conformance.PreflightError
 				switch {
 				case cmd.Context().Err() != nil:
-					return err
+					return &exitError{code: 1, err: errors.New("check interrupted: no report")} // not a usage error
 				case errors.As(err, &pe):
 					// Nothing listens, or the key is refused: one sentence.
 					return &exitError{code: 1, err: pe}
@@ -172,9 +176,7 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.APIKey, "api-key", "", "system API key sent as Authorization: Bearer (default $XCONN_API_KEY)")
-	f.StringVar(&opts.AuthFlow, "auth-flow", "", "Card auth flow id used to sign a channel in")
-	f.StringArrayVar(&authInput, "auth-input", nil, "form input key=value for --auth-flow (repeatable)")
+	conn.register(f, "Card auth flow id used to sign a channel in (without it, the checks that need a signed-in channel are skipped)")
 	f.BoolVar(&opts.AuthOpenURL, "auth-open-url", false, "confirm a QR flow by fetching and POSTing its qr_code_text URL")
 	f.StringVar(&opts.Tool, "tool", "", "Card tool `ID` that tool.invoke may invoke once on the signed-in channel (without it tool.invoke is skipped)")
 	f.StringVar(&toolArgs, "tool-args", "", "arguments of --tool as a `JSON` object; connector_channel_id is filled in (default {})")
@@ -204,14 +206,6 @@ func isJSONObject(s string) bool {
 // usageError wraps err as exit code 2.
 func usageError(err error) error { return &exitError{code: 2, err: err} }
 
-// redactInput hides the value of a key=value argument.
-func redactInput(kv string) string {
-	if k, _, ok := strings.Cut(kv, "="); ok {
-		return k + "=…"
-	}
-	return "…"
-}
-
 func writeJUnit(path string, rep *conformance.Report) (err error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -230,7 +224,7 @@ func writeJUnit(path string, rep *conformance.Report) (err error) {
 // ends (or the command is interrupted) and prints the report as the
 // Connector suite does. --timeout bounds each wait for the xAgent (at least
 // the package default).
-func runCheckXAgent(cmd *cobra.Command, opts conformance.Options, listen string, list, md, jsonOut bool, junitFile string) error {
+func runCheckXAgent(cmd *cobra.Command, opts conformance.Options, conn *connectorFlags, listen string, list, md, jsonOut bool, junitFile string) error {
 	out := cmd.OutOrStdout()
 	if list {
 		reqs, err := xagent.Select(opts.Only, opts.Skip)
@@ -245,12 +239,10 @@ func runCheckXAgent(cmd *cobra.Command, opts conformance.Options, listen string,
 	if md {
 		return usageError(errors.New("--markdown needs --list"))
 	}
-	if opts.AuthFlow != "" || opts.Tool != "" || len(opts.AuthInput) > 0 {
+	if conn.flowID != "" || opts.Tool != "" || len(conn.inputs) > 0 {
 		return usageError(errors.New("--xagent: --auth-flow, --auth-input and --tool are options of the Connector suite"))
 	}
-	if opts.APIKey == "" {
-		opts.APIKey = os.Getenv("XCONN_API_KEY")
-	}
+	opts.APIKey = conn.key()
 	if _, err := xagent.Select(opts.Only, opts.Skip); err != nil {
 		return usageError(err)
 	}

@@ -103,7 +103,7 @@ func TestCheckToolFlag(t *testing.T) {
 func TestCheckPreflight(t *testing.T) {
 	addr := freeAddr(t) // nothing listens there
 	code, out, errOut := xconn(t, "", "check", "http://"+addr)
-	if code != 1 || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "Nothing answers at http://"+addr) {
+	if code != 1 || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "nothing answers at http://"+addr) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and one sentence", code, out, errOut)
 	}
 }

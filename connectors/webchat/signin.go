@@ -77,7 +77,8 @@ func (c *Connector) openRoom(_ context.Context, ch *connector.Channel, in roomLo
 	return connector.Account[binding]{
 		Binding:     binding{Kind: bindRoom, Room: room, AccessCode: in.AccessCode},
 		DisplayName: "Room " + room,
-		AccountHint: c.base + "/rooms/" + room,
+		AccountHint: c.public.String() + c.base + "/rooms/" + room, // the page its users open
+
 	}, nil
 }
 

@@ -130,14 +130,15 @@ type Options struct {
 // Close); closing the Server ends the browsers' event streams first.
 // Safe for concurrent use.
 type Connector struct {
-	srv       *connector.Server
-	rooms     *connector.Consumers[string, binding] // a room's channel
-	public    *url.URL                              // absolute URL of the browsers, for links, Origin checks and cookies
-	base      string                                // web path prefix without trailing slash, e.g. "/webchat"
-	maxUpload int64
-	hub       *hub
-	sessions  *sessionStore
-	limiter   *attemptLimiter // wrong access codes per client address and room
+	srv        *connector.Server
+	rooms      *connector.Consumers[string, binding] // a room's channel
+	public     *url.URL                              // absolute URL of the browsers, for links, Origin checks and cookies
+	base       string                                // web path prefix without trailing slash, e.g. "/webchat"
+	cookieName string                                // of the session cookie (cookieNameFor)
+	maxUpload  int64
+	hub        *hub
+	sessions   *sessionStore
+	limiter    *attemptLimiter // wrong access codes per client address and room
 	// clientLimiter counts wrong access codes per client address over
 	// all rooms.
 	clientLimiter *attemptLimiter
@@ -175,6 +176,7 @@ func New(opts Options) (*Connector, error) {
 		srv:           srv,
 		public:        pub,
 		base:          base,
+		cookieName:    cookieNameFor(pub, base),
 		maxUpload:     opts.MaxUploadBytes,
 		hub:           newHub(opts.ClientBuffer, opts.MaxClients, opts.Backlog, 0),
 		sessions:      newSessionStore(opts.MaxSessions, opts.SessionTTL),
