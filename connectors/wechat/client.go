@@ -32,7 +32,7 @@ type Client struct {
 
 // newClient is the SDK's client constructor: it checks the token with a
 // getconfig for the owner (-14 means the binding expired).
-func (c *Connector) newClient(ctx context.Context, ch *connector.Channel, b Binding) (*Client, error) {
+func (c *Connector) newClient(ctx context.Context, ch *connector.Channel, b Binding, _ connector.ClientReason) (*Client, error) {
 	cl := &Client{c: c, ch: ch, b: b, api: &ilink{hc: c.hc, base: orStr(b.BaseURL, c.opts.APIURL), token: b.BotToken, agent: c.agent()}}
 	if b.OwnerID != "" {
 		if _, err := cl.config(ctx, b.OwnerID, ""); err != nil {

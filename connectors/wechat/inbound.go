@@ -135,7 +135,7 @@ func (c *Connector) poll(ctx context.Context, ch *connector.Channel, b Binding, 
 	}
 	timeout, failures := c.opts.LongPoll, 0
 	for ctx.Err() == nil {
-		if cur, ok := connector.BindingOf[Binding](ch); !ok || cur != b {
+		if cur, err := c.clients.Binding(ch); err != nil || cur != b {
 			return nil // signed in again: start over with the new binding
 		}
 		msgs, next, hint, err := c.getUpdates(ctx, api, cursor, timeout)
@@ -207,7 +207,7 @@ func (c *Connector) deliver(ctx context.Context, ch *connector.Channel, msgs []w
 	if len(msgs) == 0 {
 		return nil
 	}
-	cl, err := connector.ClientOf[*Client](ch)
+	cl, err := c.clients.Get(ch)
 	if err != nil {
 		return connector.Temporary(err)
 	}
