@@ -1,11 +1,14 @@
 package connector_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -61,7 +64,7 @@ func startHealthWith(t *testing.T, dir string, h *healthTarget, mod func(*connec
 	data, _ := json.Marshal(healthBinding{Token: "tok-health-1"})
 	for _, id := range ids {
 		if err := db.PutChannel(ctx, store.Channel{CardID: healthCard, ChannelID: id, ConnectorID: cid, Status: string(protocol.StatusConnected),
-			Binding: connector.StoredBinding(data), CreatedAt: now, UpdatedAt: now}); err != nil {
+			Binding: connector.StoredBinding(data, "tok-health-1"), CreatedAt: now, UpdatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -209,6 +212,51 @@ func TestConsumerHealthIsChannelStatus(t *testing.T) {
 		synctest.Wait()
 		if st := statusOf(t, srv, a); st != protocol.StatusConnected {
 			t.Fatalf("after Connected again: %s, want connected", st)
+		}
+	})
+}
+
+// lockedBuf is a bytes.Buffer safe for the consumer goroutines' writes.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestNilLoggerIsTheProcessLogger is issue 33 item 8: without
+// Options.Logger the SDK logs to slog.Default() (through its redacting
+// handler), so a consumer's failure is not lost; before, a nil Logger
+// discarded it. Not parallel: it swaps the process logger.
+func TestNilLoggerIsTheProcessLogger(t *testing.T) {
+	var buf lockedBuf
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		h := &healthTarget{steps: make(chan func(context.Context, *connector.Members[healthBinding]) error, 1)}
+		h.steps <- func(context.Context, *connector.Members[healthBinding]) error {
+			return errors.New("events socket closed: EOF tok-health-1")
+		}
+		startHealth(t, dir, h, "cch_health_a_000000000000000")
+		synctest.Wait()
+		out := buf.String()
+		if !strings.Contains(out, "target consumer stopped; restarting") || !strings.Contains(out, "events socket closed") {
+			t.Fatalf("the consumer's failure is not in the process log:\n%s", out)
+		}
+		if strings.Contains(out, "tok-health-1") {
+			t.Fatalf("the binding's secret reached the process log:\n%s", out)
 		}
 	})
 }
