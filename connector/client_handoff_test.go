@@ -2,6 +2,7 @@ package connector_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http/httptest"
@@ -307,19 +308,18 @@ func TestParkedConsumerResumesOnSignIn(t *testing.T) {
 	if _, err := c.SignInForm(ctx, id, "token_login", map[string]string{"token": tok, "hand": "true"}); err != nil {
 		t.Fatal(err)
 	}
-	push, err := c.NextMatch(ctx, func(e *protocol.Envelope) bool {
-		var p protocol.DescriptorPayload
-		return e.Type == protocol.TypeDescriptorPush && e.DecodePayload(&p) == nil && p.ConnectionDescriptor != nil &&
-			p.ConnectionDescriptor.Connection.Status == protocol.StatusRevoked
-	})
+	d, err := c.ExpectStatus(ctx, id, protocol.StatusRevoked)
 	if err != nil {
-		t.Fatalf("no revoked Descriptor push: %v", err)
+		t.Fatal(err)
 	}
-	if strings.Contains(string(push.Payload), tok) {
+	if raw, _ := json.Marshal(d); strings.Contains(string(raw), tok) {
 		t.Fatal("token in the Descriptor")
 	}
-	if n := runs(); n != 1 {
-		t.Fatalf("Run called %d times, want 1", n)
+	// The first Run may fail before the sign-in is stored; the sign-in's
+	// commit then wakes it once more, so that it marks the stored channel.
+	parked := runs()
+	if parked < 1 || parked > 2 {
+		t.Fatalf("Run called %d times for one sign-in, want 1 or 2", parked)
 	}
 	ht.mu.Lock()
 	ht.refuseRun[tok] = false
@@ -329,6 +329,6 @@ func TestParkedConsumerResumesOnSignIn(t *testing.T) {
 	}
 	ch, _ := srv.Channel(id)
 	eventually(t, "the consumer resumed and the channel connected", func() bool {
-		return runs() == 2 && ch.Status() == protocol.StatusConnected
+		return runs() > parked && ch.Status() == protocol.StatusConnected
 	})
 }

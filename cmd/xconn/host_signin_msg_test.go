@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connectors/webchat"
-	"github.com/xconn/xconn/store"
 )
 
 // TestHostSignInErrorSaysSignInOnce is issue 33 item 8: a refused sign-in
@@ -18,26 +14,8 @@ import (
 // connector's reason and code.
 func TestHostSignInErrorSaysSignInOnce(t *testing.T) {
 	const apiKey = "host-cli-test-api-key-0123456789"
-	ctx := context.Background()
 	dir := t.TempDir()
-	db, err := store.Open(ctx, "sqlite:"+filepath.Join(dir, "c.db"), store.Options{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	srv := httptest.NewUnstartedServer(nil)
-	srv.Start()
-	defer srv.Close()
-	conn, err := webchat.New(webchat.Options{SDK: connector.Options{Store: db, APIKey: apiKey, DataDir: filepath.Join(dir, "files")},
-		PublicURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.Server().Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Server().Close(ctx)
-	srv.Config.Handler = conn.Server()
+	srv := serveWebchatForTest(t, dir, apiKey)
 
 	code, _, errOut := xconn(t, "", "host", srv.URL, "--api-key", apiKey, "--data", filepath.Join(dir, "host"),
 		"--auth-flow", webchat.FlowRoom, "--auth-input", "room=Not A Room!", "--auth-input", "access_code=s3cret-code")

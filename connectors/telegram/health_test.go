@@ -14,13 +14,8 @@ func nextStatus(t *testing.T, cl *connectortest.Client, ch string, want protocol
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	_, err := cl.NextMatch(ctx, func(e *protocol.Envelope) bool {
-		var p protocol.DescriptorPayload
-		return e.Type == protocol.TypeDescriptorPush && e.ConnectorChannelID == ch && e.DecodePayload(&p) == nil &&
-			p.ConnectionDescriptor != nil && p.ConnectionDescriptor.Connection.Status == want
-	})
-	if err != nil {
-		t.Fatalf("no %s Descriptor push: %v", want, err)
+	if _, err := cl.ExpectStatus(ctx, ch, want); err != nil {
+		t.Fatal(err)
 	}
 }
 
