@@ -34,9 +34,10 @@ import (
 //   - Run returning a terminal error, one wrapping [ErrRevoked] or
 //     [ErrBindingExpired] or a [*TerminalError], marks the key's channels
 //     revoked, expired or the TerminalError's status, and parks the
-//     consumer: no restart loop. Run is called again when a channel signs
-//     in anew with the same key (a fresh token replaces a revoked one
-//     under another key anyway), or after a restart of the connector.
+//     consumer: no restart loop. Run is called again when a channel of the
+//     key signs in anew (a fresh token replaces a revoked one under another
+//     key anyway), or is restored at Start: expired and revoked channels
+//     are not (they are signed out); channels left in status error are.
 type Consumer[K comparable, B any] struct {
 	// Key returns the credential of a binding. Required.
 	Key func(b B) K

@@ -165,7 +165,8 @@
 // channel of the key with that status (they keep their bindings; their
 // Descriptors are pushed), logs the cause once and parks the consumer: no
 // restart loop. Run is called again when a channel signs in anew with the
-// key, or after a restart. [TerminalStatus] classifies an error the same
+// key (or, for a status that stays signed in such as error, when the
+// connector restarts). [TerminalStatus] classifies an error the same
 // way; a client constructor returning a terminal error on restore marks its
 // channel likewise.
 //

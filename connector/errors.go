@@ -36,8 +36,8 @@ const CodeTargetUnreachable protocol.Code = "target_unreachable"
 // refusal of the app's secret. The SDK then marks every channel of the
 // consumer's key revoked (each keeps its binding and gets its Descriptor
 // pushed) and parks the consumer instead of restarting it: Run is called
-// again only when a channel signs in anew with that credential, or after
-// a restart of the connector.
+// again only when a channel signs in anew with that credential (a revoked
+// channel is not restored at Start either).
 //
 //	if resp.Error == "token_revoked" || resp.Error == "invalid_auth" {
 //		return fmt.Errorf("slack: apps.connections.open: %w", connector.ErrRevoked)
