@@ -147,17 +147,7 @@ func newHandoffTarget() *handoffTarget {
 
 func connectHandoff(t *testing.T, base string) (*connectortest.Client, string) {
 	t.Helper()
-	ctx := testCtx(t)
-	c, _, err := connectortest.Connect(ctx, base, handoffKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	ack, err := c.Open(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, ack.ConnectorChannelID
+	return connectOpen(t, base, handoffKey)
 }
 
 // TestSignInChecksTheTargetOnce is issue 33 item 5: a sign-in handler that

@@ -163,8 +163,15 @@ func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 func connectBot(t *testing.T, base string) (*connectortest.Client, string) {
 	t.Helper()
+	return connectOpen(t, base, typedKey)
+}
+
+// connectOpen connects a host-side client with key (closed with the test)
+// and opens a new channel.
+func connectOpen(t *testing.T, base, key string) (*connectortest.Client, string) {
+	t.Helper()
 	ctx := testCtx(t)
-	c, _, err := connectortest.Connect(ctx, base, typedKey)
+	c, _, err := connectortest.Connect(ctx, base, key)
 	if err != nil {
 		t.Fatal(err)
 	}
