@@ -15,16 +15,22 @@
 //     its per-session target state). Both return an
 //     [Account]: the channel's binding, a Go value of the connector's
 //     binding type B that the SDK seals (JSON, encrypted at rest) and
-//     restores; [BindingOf] reads it back.
+//     restores; [Clients.Binding] (or [BindingOf]) reads it back.
 //   - [SetClient] registers the constructor of the per-channel client (the
-//     channel's live connection to its target). The SDK calls it on
-//     sign-in, before the channel reports authenticated (its error fails
-//     the sign-in), and on Start for every restored channel (which stays
-//     offline until the client exists); handlers get it with [ClientOf];
-//     the SDK closes it on logout, replacement, lease expiry and Close.
+//     channel's live connection to its target) and returns a [Clients]
+//     handle whose types are fixed there: handlers get the client with
+//     [Clients.Get], and a wrong type is a compile error. The SDK makes the
+//     client on sign-in, before the channel reports authenticated (its
+//     error fails the sign-in; a handler that already checked the target
+//     hands its client over with [Clients.With] instead), and on Start for
+//     every restored channel (which stays offline until the client
+//     exists); the constructor's [ClientReason] tells the two apart. The
+//     SDK closes the client on logout, replacement, lease expiry and Close.
 //   - [AddConsumer] runs one target consumer per credential (a bot
 //     token, an app), started with the first channel of that credential
-//     and stopped with the last; [Members] publishes to its channels.
+//     and stopped with the last; [Members] publishes to its channels and
+//     reports the consumer's health, which the SDK turns into the
+//     channels' status (see "Consumers: health and terminal errors").
 //   - [AddTool] registers a typed tool whose input schema comes from its
 //     input type; arguments are validated before the handler runs; an
 //     [Upload] field is an upload reference the SDK resolves to the
@@ -54,18 +60,18 @@
 //	connector.AddForm(srv, "room_login", func(ctx context.Context, ch *connector.Channel, in Login) (connector.Account[Binding], error) {
 //		return connector.Account[Binding]{Binding: Binding{Room: in.Room, Code: in.AccessCode}, DisplayName: in.Room}, nil
 //	}, connector.FlowOptions{Title: "Join a room"})
-//	connector.SetClient(srv, func(ctx context.Context, ch *connector.Channel, b Binding) (*Room, error) {
+//	rooms, _ := connector.SetClient(srv, func(ctx context.Context, ch *connector.Channel, b Binding, _ connector.ClientReason) (*Room, error) {
 //		return dialRoom(ctx, b.Room, b.Code) // its error fails the sign-in
 //	})
 //	connector.AddTool(srv, "room_message_send", func(ctx context.Context, call *connector.Call, in Say) (Said, error) {
-//		r, err := connector.ClientOf[*Room](call.Channel)
+//		r, err := rooms.Get(call.Channel) // a *Room: the type SetClient fixed
 //		if err != nil {
 //			return Said{}, err
 //		}
 //		return r.Say(ctx, in.Text)
 //	}, connector.ToolOptions{Description: "Post in the room.", SideEffect: true})
 //	srv.OnAssistantMessage(func(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
-//		r, err := connector.ClientOf[*Room](ch)
+//		r, err := rooms.Get(ch)
 //		if err != nil {
 //			return err
 //		}
@@ -132,6 +138,50 @@
 // a generic message, and the detail goes to the redacting log only. A panic
 // is recovered as internal_error without its value.
 //
+// A sign-in whose target cannot be reached fails with [CodeTargetUnreachable]
+// (return it as a retryable *protocol.Error; a network error or deadline
+// that is not a *protocol.Error is classified the same way): the
+// auth.start.ack carries it as an error, as it does invalid_auth_input,
+// and the channel keeps its status. A sign-in handler that has just
+// checked the credentials (a getMe) returns its client with [Clients.With],
+// so the constructor does not check them a second time; the constructor
+// runs with [ClientSignIn] when no client was handed over and with
+// [ClientRestore] at Start, when it must check the stored binding itself.
+// [Channel.SignedInAt] (and the Descriptor's connection.x-signed-in-at)
+// tells when the binding was made.
+//
+// # Consumers: health and terminal errors
+//
+// A [Consumer]'s health is its channels' connection status, kept by the
+// SDK: Run calls [Members.Connected] when it reaches the target (the events
+// socket is open, a poll was answered); an error returned by Run marks the
+// key's connected channels degraded until the restarted Run reports
+// Connected again; [Members.Degraded] says the same from a Run that
+// reconnects by itself. A refusal that no retry can cure is a terminal
+// error: wrap [ErrRevoked] (a revoked token: Telegram 401, Slack
+// invalid_auth or token_revoked, Discord close 4004, a DingTalk or WeCom
+// token refusal), wrap [ErrBindingExpired] (a session that timed out), or
+// return a [*TerminalError] with the status it means. The SDK marks every
+// channel of the key with that status (they keep their bindings; their
+// Descriptors are pushed), logs the cause once and parks the consumer: no
+// restart loop. Run is called again when a channel signs in anew with the
+// key (or, for a status that stays signed in such as error, when the
+// connector restarts). [TerminalStatus] classifies an error the same
+// way; a client constructor returning a terminal error on restore marks its
+// channel likewise.
+//
+// # Inbound messages
+//
+// [Channel.Publish] stores a message in the durable outbox and is
+// idempotent by UserMessage.MessageID, the target's own message id: a
+// MessageID published again is a no-op while the message is pending and,
+// once it left the outbox (accepted, expired, evicted), for the dedupe
+// window, Options.DedupeWindow (default 24 h), among the connector's last
+// Options.DedupeHistory outcomes (default 10,000, all channels together).
+// Past either bound the id is forgotten and the message is published anew;
+// a target that may redeliver events later than the window needs a larger
+// one.
+//
 // # Devices (xagent.device.v1)
 //
 // A device connector (Identity.TargetType device) declares each tool's
@@ -182,7 +232,8 @@
 // connection_not_authenticated, connector_channel_unavailable,
 // invalid_arguments, tool_call_conflict, tool_timeout, tool_invoke_failed,
 // internal_error (a panic), auth_flow_not_found, invalid_auth_input,
-// auth_session_not_found, and for device connectors device_offline,
+// auth_session_not_found, target_unreachable (a sign-in whose target
+// cannot be reached), and for device connectors device_offline,
 // device_command_timeout and device_permission_denied. Packets of a Profile that was not negotiated are
 // dropped silently.
 //
@@ -198,6 +249,6 @@
 // Defaults (all configurable in [Options]): frame limit 1 MiB, lease grace
 // 1 h, tool timeout 60 s, sign-in session TTL 10 min (QR codes 2 min),
 // upload limit 32 MiB, file TTL 1 h, outbox TTL 1 h with 1,000 messages per
-// channel, 64 parallel channel workers per socket, 64 queued packets per
-// channel.
+// channel, dedupe window 24 h over the last 10,000 messages, 64 parallel
+// channel workers per socket, 64 queued packets per channel.
 package connector

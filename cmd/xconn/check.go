@@ -26,6 +26,7 @@ func newCheckCmd() *cobra.Command {
 		invoke, invokeArgs string
 		xagentMode         bool
 		listen             string
+		inboundCmd         string
 	)
 	cmd := &cobra.Command{
 		Use:   "check BASE_URL",
@@ -47,6 +48,17 @@ invokes on the signed-in channel with --tool-args JSON (a JSON object;
 connector_channel_id is set to the channel). --invoke TOOL --args JSON are the
 same flags under the names "xconn host" uses. Without --tool it is skipped.
 
+The inbound checks (imv2.inbound-delivered, imv2.inbound-message-id, and the
+redelivery checks) need the target to send a message. --inbound-cmd CMD makes
+it do so: after the sign-in, the suite runs CMD with "sh -c" up to three
+times, each time waiting for the Connector's chat.message; CMD must exit 0
+once the target has sent one new message to the signed-in channel, within
+--timeout (then its process group is killed). CMD runs in check's
+environment plus XCONN_CHANNEL_ID (the signed-in connector_channel_id),
+XCONN_BASE_URL (BASE_URL), XCONN_INBOUND_TEXT (a text unique to this call)
+and XCONN_INBOUND_SEQ (1, 2 or 3); its output goes to stderr. It needs
+--auth-flow. XCONN_INBOUND_CMD is its default.
+
 When nothing answers at BASE_URL, it is not a Connector's root, or the
 Connector refuses the API key, check stops with one sentence saying so and
 exits 1, without a report.
@@ -64,6 +76,8 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
   xconn check http://127.0.0.1:8080 --auth-flow webchat_room --auth-input room=lobby --auth-input access_code=1234
   xconn check http://127.0.0.1:8080 --auth-flow webchat_room --auth-input room=lobby --auth-input access_code=1234 \
       --tool webchat_message_send --tool-args '{"text":"conformance test"}'
+  xconn check http://127.0.0.1:8090 --auth-flow room_login --auth-input room=r1 --auth-input access_code=c0de-c0de \
+      --inbound-cmd 'curl -sf -d "{\"text\":\"$XCONN_INBOUND_TEXT\"}" "$XCONN_BASE_URL/room/r1/say"'
   xconn check http://127.0.0.1:8080 --only 'imv2.*' --junit report.xml
   xconn check --list --markdown
   xconn check --xagent --listen 127.0.0.1:8099 --api-key "$KEY"`,
@@ -90,6 +104,9 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
 				return usageError(errors.New("--markdown needs --list"))
 			}
 			if xagentMode {
+				if inboundCmd != "" {
+					return usageError(errors.New("--xagent: --inbound-cmd is an option of the Connector suite"))
+				}
 				return runCheckXAgent(cmd, opts, &conn, listen, list, md, jsonOut, junitFile)
 			}
 			reqs, err := conformance.Select(opts.Only, opts.Skip)
@@ -129,6 +146,15 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
 					return usageError(errors.New("--tool-args: want a JSON object, such as '{\"text\":\"hi\"}'"))
 				}
 				opts.ToolArgs = json.RawMessage(toolArgs)
+			}
+			if inboundCmd == "" {
+				inboundCmd = os.Getenv(envInboundCmd)
+			}
+			if inboundCmd != "" {
+				if opts.AuthFlow == "" {
+					return usageError(errors.New("--inbound-cmd needs --auth-flow: the command runs after the sign-in, for the signed-in channel"))
+				}
+				opts.Inbound = inboundCmdHook(inboundCmd, args[0], cmd.ErrOrStderr())
 			}
 			opts.Out = cmd.ErrOrStderr()
 			// The caller's own mistakes first, in one sentence each, as
@@ -191,6 +217,7 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
 	f.StringArrayVar(&opts.Skip, "skip", nil, "skip requirement IDs matching this pattern (repeatable)")
 	f.BoolVar(&opts.Strict, "strict", false, "make SHOULD failures fail the run")
 	f.DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "how long to wait for each answer")
+	f.StringVar(&inboundCmd, "inbound-cmd", "", "shell `CMD` that makes the target send one message to the signed-in channel (env XCONN_CHANNEL_ID, XCONN_BASE_URL, XCONN_INBOUND_TEXT, XCONN_INBOUND_SEQ); runs the inbound checks (default $XCONN_INBOUND_CMD)")
 	f.BoolVar(&xagentMode, "xagent", false, "check an xAgent-side implementation instead: serve a scripted Connector Server at --listen for it to connect to")
 	f.StringVar(&listen, "listen", "127.0.0.1:8099", "with --xagent: `ADDR` the scripted Connector Server listens on")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })

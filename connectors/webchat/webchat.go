@@ -132,6 +132,7 @@ type Options struct {
 type Connector struct {
 	srv        *connector.Server
 	rooms      *connector.Consumers[string, binding] // a room's channel
+	pagesOf    *connector.Clients[binding, *page]    // a channel's page
 	public     *url.URL                              // absolute URL of the browsers, for links, Origin checks and cookies
 	base       string                                // web path prefix without trailing slash, e.g. "/webchat"
 	cookieName string                                // of the session cookie (cookieNameFor)
@@ -217,7 +218,8 @@ func (c *Connector) register(opts Options) error {
 	if poll <= 0 {
 		poll = DefaultLoginPollInterval
 	}
-	var errRooms error
+	var errRooms, errPages error
+	c.pagesOf, errPages = connector.SetClient(c.srv, c.newPage)
 	c.rooms, errRooms = connector.AddConsumer(c.srv, connector.Consumer[string, binding]{
 		Key:  func(b binding) string { return b.Room },
 		Uses: func(b binding) bool { return b.Room != "" }, // QR channels have no room
@@ -234,7 +236,7 @@ func (c *Connector) register(opts Options) error {
 		}),
 		connector.AddForm(c.srv, FlowRoom, c.openRoom, connector.FlowOptions{Title: "Open a chat room",
 			Description: "A room is reachable at /webchat/rooms/<room> by anyone who enters the access code."}),
-		connector.SetClient(c.srv, c.newPage),
+		errPages,
 		connector.AddTool(c.srv, ToolSend, c.sendTool, connector.ToolOptions{
 			Title:       "Send a web chat message",
 			Description: "Send a proactive message (text, a file of the conversation, or both) to the web chat page of this channel (every signed-in browser, or everyone in the room).",
