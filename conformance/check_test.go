@@ -92,6 +92,9 @@ func TestBrokenFixtures(t *testing.T) {
 		{fixture.RehelloAccepted, []string{"ws.hello-connector-id-mismatch", "ws.hello-connector-id-mismatch-code"}},
 		{fixture.ServeOtherChannel, []string{"transfer.download-other-channel"}},
 		{fixture.NoToolIdempotency, []string{"tool.idempotency"}},
+		// The chat packets of the other checks carry no request_id, as in
+		// IM v2's examples: only the one that sends one sees it dropped.
+		{fixture.NoChatRequestID, []string{"envelope.request-id", "imv2.ack-request-id"}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.brk), func(t *testing.T) {

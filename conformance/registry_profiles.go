@@ -6,6 +6,7 @@ func profileRequirements() []Requirement {
 	return []Requirement{
 		req("imv2.descriptor", "IM v2 §2", Must, CapDeclaresIMv2, "A Descriptor enabling xagent.im.v2 has target_type im; a signed-in channel of a Card whose only standard Profile is xagent.im.v2 enables it"),
 		req("imv2.ack-accepted", "IM v2 §7", Must, CapHasAuthenticatedChannel, "A final chat.message without deltas gets chat.message.ack accepted with reply_to = its packet_id, its channel and its message_id"),
+		req("imv2.ack-request-id", "7", Must, CapHasAuthenticatedChannel, "A chat.message that carries a request_id gets its chat.message.ack with that request_id unchanged (IM v2's examples carry none; section 7 says an ack returns it)"),
 		req("imv2.ack-duplicate", "IM v2 §7", Must, CapHasAuthenticatedChannel, "A resent chat.message with an accepted message_id gets chat.message.ack duplicate"),
 		req("imv2.ack-conflict", "IM v2 §9", Must, CapHasAuthenticatedChannel, "A chat.message reusing an accepted message_id with other text is rejected with a code and retryable=false"),
 		req("imv2.ack-invalid-payload", "IM v2 §7", Must, CapHasAuthenticatedChannel, "A chat.message with neither text nor files is rejected (error packet, or ack rejected with retryable=false)"),

@@ -189,7 +189,7 @@ func probes() []probe {
 		{ids: []string{"auth.authenticated"}, run: probeAuthenticate, always: true},
 		{ids: []string{"transfer.download-unknown", "transfer.upload", "transfer.upload-channel", "apikey.uploads"}, run: probeTransfer},
 		{ids: []string{"tool.invoke", "tool.progress-push", "tool.idempotency"}, run: probeToolInvoke},
-		{ids: []string{"imv2.ack-accepted", "imv2.ack-duplicate", "imv2.ack-conflict", "imv2.ack-invalid-payload",
+		{ids: []string{"imv2.ack-accepted", "imv2.ack-request-id", "imv2.ack-duplicate", "imv2.ack-conflict", "imv2.ack-invalid-payload",
 			"imv2.final-with-file", "imv2.delta-final", "imv2.delta-gap"}, run: probeIMv2Chat},
 		{ids: inboundIDs(), run: probeInbound},
 		{ids: aggregateIDs(), run: probeAggregates},
