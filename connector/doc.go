@@ -178,7 +178,12 @@
 // id) and channel_busy (the channel's queue is full). A refused hello
 // (unsupported_protocol_version, connector_card_id_mismatch, invalid_packet
 // for missing or non-intersecting supported_profiles) is followed by close
-// 1008. Business failures travel in the ack's error: unknown_tool,
+// 1008. A hello for a new connector_id while the store's instance table
+// (store.Options.MaxInstances) holds only connector_ids within their lease
+// grace is refused with capacity_exceeded and close 1013 (try again
+// later): an instance is never evicted before its grace ends (section
+// 8.2), and a hello naming a connector_id already issued is always
+// admitted. Business failures travel in the ack's error: unknown_tool,
 // connection_not_authenticated, connector_channel_unavailable,
 // invalid_arguments, tool_call_conflict, tool_timeout, tool_invoke_failed,
 // internal_error (a panic), auth_flow_not_found, invalid_auth_input,
