@@ -39,7 +39,7 @@ func NonObservable() []NonObservableRule {
 		r("4.2", "A Skill rename updates directory, Card, runtime and templates together", "a property of releases, not of one run"),
 		r("8.2", "connector_id is unregistered after one continuous offline hour and cascades to channels", "needs a one-hour wait"),
 		r("8.5", "channel.close keeps target-system authentication state", "observable only through the target system"),
-		r("8.19", "A side-effecting Tool supports idempotency or repeated-call detection", "the side effect happens in the target system; with --invoke TOOL --args JSON, tool.idempotency checks that a repeat with the same tool_call_id is answered without running again"),
+		r("8.19", "A side-effecting Tool supports idempotency or repeated-call detection", "the side effect happens in the target system; with --invoke TOOL --args JSON, tool.idempotency and tool.idempotency-request-id check that a repeat with the same tool_call_id, or without context with the same request_id, is answered without running again"),
 		r("IM v2 §5.4", "The Connector posts the final text as the complete content and never posts deltas and final as two messages", "observable only in the target system"),
 		r("IM v2 §7", "A duplicate chat.message repeats no side effect", "the duplicate ack is checked; the absence of a second target message is not observable"),
 		r("IM v2 §6", "Delta state is bounded and its TTL and capacity are documented", "limits and documentation are not on the wire"),

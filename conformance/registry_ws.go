@@ -62,5 +62,6 @@ func wsRequirements() []Requirement {
 		req("tool.invoke", "8.19", Must, CapToolSelected, "tool.invoke of the selected tool (Options.Tool, --tool) with the given arguments on a signed-in channel gets tool.invoke.ack with the tool_id or an error code"),
 		req("tool.progress-push", "8.20", Should, CapToolSelected, "A tool.progress.push sent for the selected tool's invocation names its tool_id and channel and comes before its tool.invoke.ack, the terminal state"),
 		req("tool.idempotency", "8.19", Must, CapSideEffectToolSelected, "The selected side-effecting tool (--invoke TOOL --args JSON) invoked again with the same tool_call_id and arguments returns the first result or refuses the repeat: it does not run again"),
+		req("tool.idempotency-request-id", "8.19", Should, CapSideEffectToolSelected, "The selected side-effecting tool invoked without payload.context (it is optional), then sent again with the same request_id and arguments in a new packet, returns the first result or refuses the repeat: a resend keeps its request_id (section 7), so it does not run again"),
 	}
 }

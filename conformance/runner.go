@@ -188,7 +188,7 @@ func probes() []probe {
 		{ids: []string{"imv2.channel-not-open"}, run: probeIMv2NotOpen},
 		{ids: []string{"auth.authenticated"}, run: probeAuthenticate, always: true},
 		{ids: []string{"transfer.download-unknown", "transfer.upload", "transfer.upload-channel", "apikey.uploads"}, run: probeTransfer},
-		{ids: []string{"tool.invoke", "tool.progress-push", "tool.idempotency"}, run: probeToolInvoke},
+		{ids: []string{"tool.invoke", "tool.progress-push", "tool.idempotency", "tool.idempotency-request-id"}, run: probeToolInvoke},
 		{ids: []string{"imv2.ack-accepted", "imv2.ack-request-id", "imv2.ack-duplicate", "imv2.ack-conflict", "imv2.ack-invalid-payload",
 			"imv2.final-with-file", "imv2.delta-final", "imv2.delta-gap"}, run: probeIMv2Chat},
 		{ids: inboundIDs(), run: probeInbound},
