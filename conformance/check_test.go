@@ -63,6 +63,7 @@ func TestBrokenFixtures(t *testing.T) {
 		{fixture.WrongHealthBuild, []string{"health.build"}},
 		{fixture.NoSubprotocol, []string{"ws.subprotocol", "ws.subprotocol-required"}},
 		{fixture.AcceptOldVersion, []string{"ws.hello-version-old"}},
+		{fixture.RejectNewerVersion, []string{"ws.hello-version-newer"}},
 		// Forgetting accepted messages loses both the duplicate and the
 		// conflict answer.
 		{fixture.NoDuplicate, []string{"imv2.ack-duplicate", "imv2.ack-conflict"}},

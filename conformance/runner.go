@@ -174,7 +174,7 @@ func probes() []probe {
 		{ids: []string{"baseurl.prefix"}, run: probePrefix},
 		{ids: []string{"ws.subprotocol", "ws.subprotocol-required"}, run: probeSubprotocol},
 		{ids: []string{"ws.first-packet-hello", "ws.hello-required-code"}, run: probeBeforeHello},
-		{ids: []string{"ws.hello-version-missing", "ws.hello-version-old", "ws.hello-card-id-mismatch",
+		{ids: []string{"ws.hello-version-missing", "ws.hello-version-old", "ws.hello-version-newer", "ws.hello-card-id-mismatch",
 			"ws.hello-card-id-mismatch-code", "ws.hello-profiles-required", "ws.hello-connector-id-mismatch",
 			"ws.hello-connector-id-mismatch-code"}, run: probeHelloRejections},
 		{ids: mainIDs(), run: probeMain, always: true},
