@@ -98,7 +98,7 @@
 //   - desc:"..." (tools): the property's description.
 //   - enum:"a,b,c" (tools): the allowed values, typed after the field.
 //   - A tool field of type [Upload] is an upload reference:
-//     {"type":"string","format":"xagent-upload-ref"}.
+//     {"type":"string","format":"file_ref"} (protocol.FormatUploadRef).
 //   - label:"..." (forms): the field's label (default: its name).
 //   - secret:"true" (forms and bindings): a sensitive value; a form field
 //     becomes a password input marked secret, a binding field's value is
