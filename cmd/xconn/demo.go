@@ -57,6 +57,9 @@ lives in --data, which one process uses at a time. Ctrl-C stops it.`,
 				return err
 			}
 			o.pretty = pretty
+			if err := o.privateDownloads.resolve(cmd); err != nil {
+				return err
+			}
 			agent, err := demoAgent(&agentF, pace, cmd.ErrOrStderr())
 			if err != nil {
 				return err // a usage error
@@ -72,6 +75,7 @@ lives in --data, which one process uses at a time. Ctrl-C stops it.`,
 	cmd.Flags().DurationVar(&pace, "pace", 80*time.Millisecond, "pause before each streamed delta of the echo agent, so streaming is visible (0 = none)")
 	cmd.Flags().StringVar(&o.logStyle, "log", logAuto, logStyleHelp)
 	cmd.Flags().BoolVar(&o.signin, "signin", false, "start a new QR sign-in even when the stored channel is signed in (to add a browser)")
+	o.privateDownloads.register(cmd)
 	return cmd
 }
 
@@ -80,6 +84,8 @@ type demoOptions struct {
 	logStyle string
 	pretty   bool // the readable view on stdout; else structured records on stderr
 	signin   bool // a new QR sign-in even for a signed-in channel
+	// privateDownloads is host.Options.AllowPrivateDownloads.
+	privateDownloads privateDownloadsFlag
 }
 
 // demoAgent is the --agent seam: it maps the agent flags to a host.Agent.
@@ -173,6 +179,9 @@ func runDemo(ctx context.Context, out, errOut io.Writer, f webchatFlags, agent h
 		OnEvent:  p.event,
 		Logger:   log,
 		FilesDir: filepath.Join(f.dataDir, "host-files"),
+		// The connector's own origin is always fetched; this reaches
+		// private addresses of other origins too.
+		AllowPrivateDownloads: o.privateDownloads.allow,
 	})
 	if err != nil {
 		return err

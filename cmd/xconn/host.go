@@ -40,7 +40,8 @@ type hostFlags struct {
 	levelSet bool   // --log-level given
 	invoke   invokeFlags
 	// downloadOrigins are host.Options.DownloadOrigins.
-	downloadOrigins []string
+	downloadOrigins  []string
+	privateDownloads privateDownloadsFlag
 }
 
 func newHostCmd() *cobra.Command {
@@ -75,6 +76,9 @@ stderr.`,
 				f.apiKey = os.Getenv("XCONN_API_KEY")
 			}
 			f.levelSet = cmd.Flags().Changed("log-level")
+			if err := f.privateDownloads.resolve(cmd); err != nil {
+				return err
+			}
 			return runHost(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], f)
 		},
 	}
@@ -88,7 +92,8 @@ stderr.`,
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log level of the host (debug, info, warn, error; the structured style logs info and above unless set)")
 	fs.StringVar(&f.logStyle, "log", logAuto, logStyleHelp)
 	f.invoke.register(fs)
-	fs.StringArrayVar(&f.downloadOrigins, "download-origin", nil, `another origin (scheme://host[:port]) the host may download a connector's download_url from, besides the connector's own; "*" for any (repeatable)`)
+	fs.StringArrayVar(&f.downloadOrigins, "download-origin", nil, `restrict the origins (scheme://host[:port]) the host downloads a connector's download_url from to these and the connector's own (repeatable; default and "*": any origin, public addresses only)`)
+	f.privateDownloads.register(cmd)
 	return cmd
 }
 
@@ -196,7 +201,8 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 		OnEvent:  func(ev host.Event) { out.printf("%s", eventLine(ev)) },
 		OnSecret: secrets.Add,
 
-		DownloadOrigins: f.downloadOrigins,
+		DownloadOrigins:       f.downloadOrigins,
+		AllowPrivateDownloads: f.privateDownloads.allow,
 	})
 	if err != nil {
 		return &exitError{code: 1, err: err}
