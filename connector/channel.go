@@ -114,7 +114,12 @@ func (c *Channel) Publish(ctx context.Context, m UserMessage) error {
 // is not enough, the frame's last byte must have reached the socket. A
 // channel that is not signed in is refused (connection_not_authenticated).
 // Provider, Profile, EventKind, MessageType and MessageID are filled in when
-// empty.
+// empty. The rest is held to IM v1 section 5 before anything is stored:
+// SenderID, and Text or Content, are required (RawText is the original
+// text, "" when the message has none); at most one target Session
+// reference; every file needs FileRef and DownloadURL or URL. A message
+// that breaks a rule is refused with an invalid_packet *protocol.Error
+// naming each broken rule.
 func (c *Channel) PushMessage(ctx context.Context, m protocol.MessagePushPayload) error {
 	return c.srv.pushMessage(ctx, c.id, m)
 }

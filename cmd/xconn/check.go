@@ -220,6 +220,7 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
 	f.StringVar(&inboundCmd, "inbound-cmd", "", "shell `CMD` that makes the target send one message to the signed-in channel (env XCONN_CHANNEL_ID, XCONN_BASE_URL, XCONN_INBOUND_TEXT, XCONN_INBOUND_SEQ); runs the inbound checks (default $XCONN_INBOUND_CMD)")
 	f.BoolVar(&xagentMode, "xagent", false, "check an xAgent-side implementation instead: serve a scripted Connector Server at --listen for it to connect to")
 	f.StringVar(&listen, "listen", "127.0.0.1:8099", "with --xagent: `ADDR` the scripted Connector Server listens on")
+	f.String("other-origin", "", "with --xagent: another `ORIGIN` (scheme://host[:port]) at which the xAgent reaches the scripted server, for the signed URL of xagent.download-other-origin (default: the loopback alias of the host it used, 127.0.0.1 or localhost)")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	return cmd
 }
@@ -270,7 +271,9 @@ func runCheckXAgent(cmd *cobra.Command, opts conformance.Options, conn *connecto
 		return usageError(errors.New("--xagent: --auth-flow, --auth-input and --tool are options of the Connector suite"))
 	}
 	opts.APIKey = conn.key()
-	if _, err := xagent.Select(opts.Only, opts.Skip); err != nil {
+	other, _ := cmd.Flags().GetString("other-origin")
+	xopts := xagent.Options{APIKey: opts.APIKey, Only: opts.Only, Skip: opts.Skip, Strict: opts.Strict, OtherOrigin: other}
+	if err := xopts.Validate(); err != nil {
 		return usageError(err)
 	}
 	ln, err := net.Listen("tcp", listen)
@@ -283,11 +286,12 @@ func runCheckXAgent(cmd *cobra.Command, opts conformance.Options, conn *connecto
 	if opts.APIKey != "" {
 		keyFlag = " --api-key \"$XCONN_API_KEY\""
 	}
-	fmt.Fprintf(errOut, "scripted Connector Server at %s; point the xAgent under test at it, e.g.\n  xconn host %s%s --auth-flow %s --auth-input code=1234\n",
+	// --allow-private-downloads: the file of M4 is on another origin of
+	// this server, on a private address when it listens on one.
+	fmt.Fprintf(errOut, "scripted Connector Server at %s; point the xAgent under test at it, e.g.\n  xconn host %s%s --auth-flow %s --auth-input code=1234 --allow-private-downloads\n",
 		base, base, keyFlag, xagent.FormFlow)
-	timeout := max(opts.Timeout, xagent.DefaultTimeout)
-	rep, err := xagent.Check(cmd.Context(), ln, xagent.Options{APIKey: opts.APIKey, Timeout: timeout, Only: opts.Only, Skip: opts.Skip,
-		Strict: opts.Strict, Out: errOut})
+	xopts.Timeout, xopts.Out = max(opts.Timeout, xagent.DefaultTimeout), errOut
+	rep, err := xagent.Check(cmd.Context(), ln, xopts)
 	if err != nil && rep == nil {
 		return &exitError{code: 1, err: err}
 	}

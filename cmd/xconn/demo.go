@@ -60,6 +60,9 @@ it.`,
 			if o.pretty, o.level, err = f.log.resolve(cmd.OutOrStdout()); err != nil {
 				return err
 			}
+			if err := o.privateDownloads.resolve(cmd); err != nil {
+				return err
+			}
 			if err := runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, o); err != nil {
 				var ee *exitError
 				if errors.As(err, &ee) {
@@ -74,6 +77,7 @@ it.`,
 	o.agent.register(cmd.Flags(), `agent behind the embedded host: "echo", or "openai" (any OpenAI-compatible server, with --model and --base-url)`)
 	cmd.Flags().DurationVar(&o.pace, "pace", 80*time.Millisecond, "pause before each streamed delta of the echo agent, so streaming is visible (0 = none)")
 	cmd.Flags().BoolVar(&o.signin, "signin", false, "start a new QR sign-in even when the stored channel is signed in (to add a browser)")
+	o.privateDownloads.register(cmd.Flags())
 	return cmd
 }
 
@@ -84,6 +88,8 @@ type demoOptions struct {
 	pretty bool          // the readable view on stdout; else structured records on stderr
 	level  slog.Level
 	signin bool // a new QR sign-in even for a signed-in channel
+	// privateDownloads is host.Options.AllowPrivateDownloads.
+	privateDownloads privateDownloadsFlag
 }
 
 // demoAgent is the --agent seam: it maps the agent flags to a host.Agent
@@ -188,6 +194,9 @@ func runDemo(ctx context.Context, out, errOut io.Writer, f webchatFlags, o demoO
 		OnEvent:  p.event,
 		Logger:   log,
 		FilesDir: filepath.Join(f.dataDir, "host-files"),
+		// The connector's own origin is always fetched; this reaches
+		// private addresses of other origins too.
+		AllowPrivateDownloads: o.privateDownloads.allow,
 	})
 	if err != nil {
 		return err

@@ -39,7 +39,8 @@ type hostFlags struct {
 	log     logFlags
 	invoke  invokeFlags
 	// downloadOrigins are host.Options.DownloadOrigins.
-	downloadOrigins []string
+	downloadOrigins  []string
+	privateDownloads privateDownloadsFlag
 }
 
 func newHostCmd() *cobra.Command {
@@ -73,6 +74,9 @@ stderr.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.conn.key()
+			if err := f.privateDownloads.resolve(cmd); err != nil {
+				return err
+			}
 			return runHost(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], f)
 		},
 	}
@@ -89,7 +93,8 @@ func (f *hostFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.userID, "user", defaultHostUser, "user id the channel belongs to")
 	f.log.register(fs, false)
 	f.invoke.register(fs)
-	fs.StringArrayVar(&f.downloadOrigins, "download-origin", nil, `another origin (scheme://host[:port]) the host may download a connector's download_url from, besides the connector's own; "*" for any (repeatable)`)
+	fs.StringArrayVar(&f.downloadOrigins, "download-origin", nil, `restrict the origins (scheme://host[:port]) the host downloads a connector's download_url from to these and the connector's own (repeatable; default and "*": any origin, public addresses only)`)
+	f.privateDownloads.register(fs)
 }
 
 func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f hostFlags) error {
@@ -184,7 +189,8 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 		OnEvent:  func(ev host.Event) { out.printf("%s", eventLine(ev)) },
 		OnSecret: secrets.Add,
 
-		DownloadOrigins: f.downloadOrigins,
+		DownloadOrigins:       f.downloadOrigins,
+		AllowPrivateDownloads: f.privateDownloads.allow,
 	})
 	if err != nil {
 		return &exitError{code: 1, err: err}
@@ -288,7 +294,9 @@ func ensureChannel(ctx context.Context, h *host.Host, c *host.Connector, f hostF
 		s, err = h.Connect(ctx, f.userID, c.CardID, flowID, inputs)
 	}
 	if err != nil {
-		return store.UserChannel{}, err
+		// The host's error names the step (data plane, channel.open,
+		// auth.start); "sign-in" is said here, once.
+		return store.UserChannel{}, fmt.Errorf("sign-in: %w", err)
 	}
 	return waitSignin(ctx, s, out)
 }

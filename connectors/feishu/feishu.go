@@ -30,7 +30,7 @@ const (
 	// ToolSend is the send tool.
 	ToolSend = "feishu_message_send"
 	// ConnectorVersion is the Card's connector.version.
-	ConnectorVersion = "1.0.0"
+	ConnectorVersion = "1.0.1"
 	// DefaultAPIURL is the Feishu Open Platform (Lark:
 	// https://open.larksuite.com).
 	DefaultAPIURL = "https://open.feishu.cn"

@@ -375,15 +375,21 @@ func (c *Connector) sendTool(ctx context.Context, call *connector.Call, in SendI
 		return SendResult{}, err
 	}
 	res := SendResult{Status: "sent", MessageIDs: []string{}}
+	// Feishu drops a second message with the same uuid for an hour: the
+	// key of the call, or a fresh one for a call nothing identifies.
+	key := call.IdempotencyKey
+	if key == "" {
+		key = connector.NewID("call_")
+	}
 	for i, p := range parts {
-		id, err := cl.send(ctx, t, "text", textContent(p), uuidOf(call.Channel.ID(), "tool:"+call.ToolCallID, i))
+		id, err := cl.send(ctx, t, "text", textContent(p), uuidOf(call.Channel.ID(), "tool:"+key, i))
 		if err != nil {
 			return SendResult{}, c.deliveryError(ctx, call.Channel, err)
 		}
 		res.MessageIDs = append(res.MessageIDs, id)
 	}
 	if in.File != nil && in.File.File != nil {
-		if err := cl.sendFile(ctx, t, in.File.File, uuidOf(call.Channel.ID(), "tool:"+call.ToolCallID, len(parts))); err != nil {
+		if err := cl.sendFile(ctx, t, in.File.File, uuidOf(call.Channel.ID(), "tool:"+key, len(parts))); err != nil {
 			return SendResult{}, c.deliveryError(ctx, call.Channel, err)
 		}
 	}

@@ -30,7 +30,7 @@ const (
 	ToolSend = "telegram_message_send"
 	// ConnectorVersion is the Card's connector.version; raise it whenever
 	// the tools, the flow or the Skill change.
-	ConnectorVersion = "1.0.0"
+	ConnectorVersion = "1.0.1"
 	// DefaultAPIURL is the public Bot API server.
 	DefaultAPIURL = "https://api.telegram.org"
 )

@@ -34,7 +34,7 @@ const (
 	ToolSend = "webchat_message_send"
 	// ConnectorVersion is the Card's connector.version; raise it whenever
 	// the tools, flows or Skill change.
-	ConnectorVersion = "1.1.0"
+	ConnectorVersion = "1.1.1"
 )
 
 // Defaults of the QR sign-in.

@@ -121,7 +121,7 @@ func New(opts Options) (*Connector, error) {
 	sdk.Card = nil
 	sdk.Skill = skillMD
 	sdk.Identity = connector.Identity{CardID: CardID, Name: "WeChat", Provider: "wechat", Label: "WeChat",
-		TargetType: protocol.TargetIM, Version: "1.0.0",
+		TargetType: protocol.TargetIM, Version: "1.0.1",
 		Description:       "An agent in WeChat through a personal bot account (iLink bot API).",
 		TargetDescription: "WeChat 1:1 conversations of an iLink bot account, signed in by QR code."}
 	srv, err := connector.New(sdk)
