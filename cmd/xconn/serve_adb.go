@@ -29,7 +29,7 @@ RSA prompt accepted). The connector talks to the ADB server at --adb-addr
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var conn *adb.Connector
-			return f.serve(cmd, "adb", func(sdk connector.Options) (*connector.Server, error) {
+			return f.serve(cmd, adb.CardID, "adb", func(sdk connector.Options) (*connector.Server, error) {
 				var err error
 				if conn, err = adb.New(adb.Options{SDK: sdk, ADBAddr: f.adbAddr}); err != nil {
 					return nil, err
@@ -41,7 +41,7 @@ RSA prompt accepted). The connector talks to the ADB server at --adb-addr
 		},
 	}
 	fs := cmd.Flags()
-	f.register(fs, "data directory: SQLite database, screenshot cache, keys, under adb/",
+	f.register(fs, dataDirADB, "data directory: SQLite database, screenshot cache, keys, under adb/",
 		"absolute URL at which xAgent reaches the connector, for absolute screenshot download URLs (default: relative ones)")
 	fs.StringVar(&f.adbAddr, "adb-addr", envOr("XCONN_ADB_ADDR", adb.DefaultADBAddr), "address of the ADB server, host:port (env XCONN_ADB_ADDR)")
 	return cmd

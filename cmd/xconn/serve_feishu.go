@@ -42,7 +42,7 @@ For Lark instead of Feishu, use --feishu-api-url ` + feishu.LarkAPIURL + `
 and --feishu-accounts-url ` + feishu.LarkAccountsURL + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.serve(cmd, "feishu", func(sdk connector.Options) (*connector.Server, error) {
+			return f.serve(cmd, feishu.CardID, "feishu", func(sdk connector.Options) (*connector.Server, error) {
 				conn, err := feishu.New(feishu.Options{SDK: sdk, APIURL: f.apiURL, AccountsURL: f.accountsURL,
 					Events: f.events, VerificationToken: f.verifyToken, EncryptKey: f.encryptKey})
 				if err != nil {
@@ -60,7 +60,7 @@ and --feishu-accounts-url ` + feishu.LarkAccountsURL + `.`,
 		},
 	}
 	fs := cmd.Flags()
-	f.register(fs, "data directory: SQLite database, file cache, keys, under feishu/",
+	f.register(fs, dataDirFeishu, "data directory: SQLite database, file cache, keys, under feishu/",
 		"absolute URL at which xAgent (and, in webhook mode, Feishu) reaches the connector, for absolute file download URLs (default: relative ones)")
 	fs.StringVar(&f.apiURL, "feishu-api-url", envOr("XCONN_FEISHU_API_URL", feishu.DefaultAPIURL), "Feishu Open Platform: "+feishu.DefaultAPIURL+", Lark "+feishu.LarkAPIURL+", or a fake for tests (env XCONN_FEISHU_API_URL)")
 	fs.StringVar(&f.accountsURL, "feishu-accounts-url", envOr("XCONN_FEISHU_ACCOUNTS_URL", feishu.DefaultAccountsURL), "accounts host of the QR app registration: "+feishu.DefaultAccountsURL+", Lark "+feishu.LarkAccountsURL+" (env XCONN_FEISHU_ACCOUNTS_URL)")

@@ -31,7 +31,7 @@ BotFather and the chat id the bot serves. State lives in <--data>/telegram
 honoured too).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.serve(cmd, "telegram", func(sdk connector.Options) (*connector.Server, error) {
+			return f.serve(cmd, telegram.CardID, "telegram", func(sdk connector.Options) (*connector.Server, error) {
 				conn, err := telegram.New(telegram.Options{SDK: sdk, APIURL: f.apiURL, Proxy: f.proxy})
 				if err != nil {
 					return nil, err
@@ -43,7 +43,7 @@ honoured too).`,
 		},
 	}
 	fs := cmd.Flags()
-	f.register(fs, "data directory: SQLite database, file cache, keys, under telegram/",
+	f.register(fs, dataDirTelegram, "data directory: SQLite database, file cache, keys, under telegram/",
 		"absolute URL at which xAgent reaches the connector, for absolute file download URLs (default: relative ones)")
 	fs.StringVar(&f.apiURL, "telegram-api-url", envOr("XCONN_TELEGRAM_API_URL", telegram.DefaultAPIURL), "Bot API server: the public one, a self-hosted telegram-bot-api, or a fake for tests (env XCONN_TELEGRAM_API_URL)")
 	fs.StringVar(&f.proxy, "telegram-proxy", os.Getenv("XCONN_TELEGRAM_PROXY"), "proxy for the Bot API: http://, https://, socks5:// or socks5h:// URL (default: HTTPS_PROXY/HTTP_PROXY) (env XCONN_TELEGRAM_PROXY)")

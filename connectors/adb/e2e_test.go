@@ -18,8 +18,9 @@ import (
 
 // TestConformance: signed in with adb_device_binding against the fake ADB
 // server, the suite passes every applicable MUST, with android_tap as the
-// tool it invokes (and repeats, for the idempotency check); the device
-// checks run, and the tap reached the device once.
+// tool it invokes twice (with a tool_call_id and without context) and
+// repeats each time, for the idempotency checks; the device checks run, and
+// each distinct tap reached the device once.
 func TestConformance(t *testing.T) {
 	f, addr := newFake(t)
 	cn := startConn(t, t.TempDir(), addr, "127.0.0.1:0", nil)
@@ -55,8 +56,10 @@ func TestConformance(t *testing.T) {
 			t.Errorf("%s (%s, %s) skipped: %s", r.ID, r.Level, req.Capability, r.Reason)
 		}
 	}
-	if n := f.CountCommands(testSerial, "input", "tap", "540", "1200"); n != 1 {
-		t.Errorf("the suite's tap reached the device %d times, want once", n)
+	// Two calls, each repeated once: with a tool_call_id
+	// (tool.idempotency) and without context (tool.idempotency-request-id).
+	if n := f.CountCommands(testSerial, "input", "tap", "540", "1200"); n != 2 {
+		t.Errorf("the suite's taps reached the device %d times, want twice, once per distinct call", n)
 	}
 	if t.Failed() {
 		t.Logf("report:\n%s", text.String())

@@ -22,7 +22,7 @@ func uuidOf(channel, msgID string, step int) string {
 
 // streamSend sends one text part of an assistant message (§6.1, §6.2).
 func (c *Connector) streamSend(ctx context.Context, ch *connector.Channel, part connector.MessagePart, text string) (string, error) {
-	cl, err := connector.ClientOf[*appClient](ch)
+	cl, err := c.clients.Get(ch)
 	if err != nil {
 		return "", err
 	}
@@ -36,7 +36,7 @@ func (c *Connector) streamSend(ctx context.Context, ch *connector.Channel, part 
 // streamFile sends one file of a final where the message it answers was
 // written.
 func (c *Connector) streamFile(ctx context.Context, ch *connector.Channel, part connector.MessagePart, f *connector.File) error {
-	cl, err := connector.ClientOf[*appClient](ch)
+	cl, err := c.clients.Get(ch)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (c *Connector) streamFile(ctx context.Context, ch *connector.Channel, part 
 // old message) means the message cannot be edited: the SDK sends the
 // final anew.
 func (c *Connector) streamEdit(ctx context.Context, ch *connector.Channel, id, text string) error {
-	cl, err := connector.ClientOf[*appClient](ch)
+	cl, err := c.clients.Get(ch)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (c *Connector) sendTool(ctx context.Context, call *connector.Call, in SendI
 	if len(parts) == 0 && in.File == nil {
 		return SendResult{}, protocol.Errorf(protocol.CodeInvalidArguments, "text must not be empty")
 	}
-	cl, err := connector.ClientOf[*appClient](call.Channel)
+	cl, err := c.clients.Get(call.Channel)
 	if err != nil {
 		return SendResult{}, err
 	}
@@ -117,15 +117,21 @@ func (c *Connector) sendTool(ctx context.Context, call *connector.Call, in SendI
 		return SendResult{}, err
 	}
 	res := SendResult{Status: "sent", MessageIDs: []string{}}
+	// Feishu drops a second message with the same uuid for an hour: the
+	// key of the call, or a fresh one for a call nothing identifies.
+	key := call.IdempotencyKey
+	if key == "" {
+		key = connector.NewID("call_")
+	}
 	for i, p := range parts {
-		id, err := cl.send(ctx, t, "text", textContent(p), uuidOf(call.Channel.ID(), "tool:"+call.ToolCallID, i))
+		id, err := cl.send(ctx, t, "text", textContent(p), uuidOf(call.Channel.ID(), "tool:"+key, i))
 		if err != nil {
 			return SendResult{}, c.deliveryError(ctx, call.Channel, err)
 		}
 		res.MessageIDs = append(res.MessageIDs, id)
 	}
 	if in.File != nil && in.File.File != nil {
-		if err := cl.sendFile(ctx, t, in.File.File, uuidOf(call.Channel.ID(), "tool:"+call.ToolCallID, len(parts))); err != nil {
+		if err := cl.sendFile(ctx, t, in.File.File, uuidOf(call.Channel.ID(), "tool:"+key, len(parts))); err != nil {
 			return SendResult{}, c.deliveryError(ctx, call.Channel, err)
 		}
 	}

@@ -66,8 +66,10 @@ func TestConformance(t *testing.T) {
 	if inbound.Load() == 0 {
 		t.Error("the suite never called the Inbound hook")
 	}
-	if n := countText(f.Sent(testChat), toolText); n != 1 {
-		t.Errorf("the tool's text posted %d times, want once", n)
+	// Two calls, each repeated once: with a tool_call_id
+	// (tool.idempotency) and without context (tool.idempotency-request-id).
+	if n := countText(f.Sent(testChat), toolText); n != 2 {
+		t.Errorf("the tool's text posted %d times, want twice, once per distinct call", n)
 	}
 	if t.Failed() {
 		t.Logf("report:\n%s", text.String())

@@ -38,7 +38,7 @@ func (c *Connector) threadOf(ctx context.Context, ch *connector.Channel, inReply
 // streamSend posts one text part of an assistant message (the stream's
 // message, or a part of a final).
 func (c *Connector) streamSend(ctx context.Context, ch *connector.Channel, part connector.MessagePart, text string) (int64, error) {
-	cl, err := connector.ClientOf[*chatClient](ch)
+	cl, err := c.clients.Get(ch)
 	if err != nil {
 		return 0, err
 	}
@@ -48,7 +48,7 @@ func (c *Connector) streamSend(ctx context.Context, ch *connector.Channel, part 
 // streamFile sends one file of a final, in the topic of the message it
 // answers.
 func (c *Connector) streamFile(ctx context.Context, ch *connector.Channel, part connector.MessagePart, f *connector.File) error {
-	cl, err := connector.ClientOf[*chatClient](ch)
+	cl, err := c.clients.Get(ch)
 	if err == nil {
 		_, err = cl.sendFile(ctx, f, "", c.threadOf(ctx, ch, part.InReplyTo))
 	}
@@ -59,7 +59,7 @@ func (c *Connector) streamFile(ctx context.Context, ch *connector.Channel, part 
 // (400: deleted, too old, not the bot's) is not editable any more, and
 // the SDK posts the final anew.
 func (c *Connector) streamEdit(ctx context.Context, ch *connector.Channel, id int64, text string) error {
-	cl, err := connector.ClientOf[*chatClient](ch)
+	cl, err := c.clients.Get(ch)
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func (c *Connector) onActivity(ctx context.Context, ch *connector.Channel, a con
 		}
 	}
 	c.typingMu.Unlock()
-	cl, err := connector.ClientOf[*chatClient](ch)
+	cl, err := c.clients.Get(ch)
 	if err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func (c *Connector) sendTool(ctx context.Context, call *connector.Call, in SendI
 	if len(parts) == 0 && in.File == nil {
 		return SendResult{}, protocol.Errorf(protocol.CodeInvalidArguments, "text must not be empty")
 	}
-	cl, err := connector.ClientOf[*chatClient](call.Channel)
+	cl, err := c.clients.Get(call.Channel)
 	if err != nil {
 		return SendResult{}, err
 	}

@@ -203,8 +203,10 @@ func TestConformance(t *testing.T) {
 	if n := inbound.Load(); n == 0 {
 		t.Error("the suite never called the Inbound hook")
 	}
-	if got := said(t, rc.base, testRoom); count(got, toolText) != 1 {
-		t.Errorf("said %q: want the tool's text once", got)
+	// Two calls, each repeated once: with a tool_call_id
+	// (tool.idempotency) and without context (tool.idempotency-request-id).
+	if got := said(t, rc.base, testRoom); count(got, toolText) != 2 {
+		t.Errorf("said %q: want the tool's text twice, once per distinct call", got)
 	}
 	if t.Failed() {
 		t.Logf("report:\n%s", text.String())
