@@ -93,7 +93,8 @@
 //     message durably once, so a final redelivered after a crash edits it
 //     instead of posting twice. A connector gives it Send, Edit and
 //     SendFile and registers [EditStream.Delta] and [EditStream.Final] as
-//     its IM v2 handlers.
+//     its IM v2 handlers; [AddSendTool] registers its send tool on the same
+//     calls ([EditStream.Post]).
 //   - [TextLimit] splits a text by the target's limit in its unit (bytes,
 //     UTF-16 units, runes), never inside a grapheme cluster or a Markdown
 //     code block.

@@ -47,6 +47,10 @@ type MessagePart struct {
 	// Index is the call's place in the message: the text parts first
 	// (0 is the one a stream shows and edits), then the files.
 	Index int
+	// ToolCallID is set when a tool posts the message (Post), else empty
+	// (an answer to xAgent's final or delta): a target may send a tool's
+	// message to another place than an answer.
+	ToolCallID string
 	// Key is an idempotency key for targets that take one (Feishu's uuid,
 	// Discord's nonce): 32 hex characters, the same for this channel,
 	// message and part on every redelivery and after a restart. A stream's
@@ -68,11 +72,11 @@ type EditStreamOptions[R any] struct {
 	// ErrNotEditable when the target cannot edit that message any more, a
 	// *RateLimitError when it asks to wait. Required.
 	Edit func(ctx context.Context, ch *Channel, ref R, text string) error
-	// SendFile posts one file of a final, after its text (part names it:
-	// its Index counts on after the text parts). Required when the
-	// connector's Card lets xAgent send files; a final with files and no
-	// SendFile fails.
-	SendFile func(ctx context.Context, ch *Channel, part MessagePart, f *File) error
+	// SendFile posts one file after the text (part names it: its Index
+	// counts on after the text parts) and returns its reference. Required
+	// when the connector's Card lets xAgent send files; a final with files
+	// and no SendFile fails.
+	SendFile func(ctx context.Context, ch *Channel, part MessagePart, f *File) (R, error)
 	// Classify, when set, maps the error of a failed target call of a
 	// final to what Final returns, for the ack: a secret-free
 	// *protocol.Error with the target's refusal, Temporary for a retry (and

@@ -54,9 +54,8 @@ func ExampleEditStream() {
 			}
 			return nil
 		},
-		SendFile: func(ctx context.Context, ch *connector.Channel, part connector.MessagePart, f *connector.File) error {
-			chat.post("[" + f.Filename + "]") // upload f.Open()'s bytes to the target
-			return nil
+		SendFile: func(ctx context.Context, ch *connector.Channel, part connector.MessagePart, f *connector.File) (int, error) {
+			return chat.post("[" + f.Filename + "]"), nil // upload f.Open()'s bytes to the target
 		},
 		Limit:    connector.TextLimit{Max: 40, Unit: connector.TextUnitUTF16},
 		MaxEdits: 20,
@@ -127,4 +126,33 @@ func exampleConnector(register func(srv *connector.Server)) (srv *connector.Serv
 		_ = srv.Close(ctx)
 		os.RemoveAll(dir)
 	}
+}
+
+// The send tool every chat connector has, on the EditStream's target
+// calls: the connector declares its input type (its tags describe the
+// fields to the model) and says where the text and the file are.
+func ExampleAddSendTool() {
+	type SendInput struct {
+		Text string            `json:"text" desc:"Text to post in the chat (split beyond 40 characters)."`
+		File *connector.Upload `json:"file,omitempty" desc:"Optional file to post after the text."`
+	}
+	chat := &chatAPI{}
+	stream, _ := connector.NewEditStream(connector.EditStreamOptions[int]{
+		Send: func(ctx context.Context, ch *connector.Channel, part connector.MessagePart, text string) (int, error) {
+			return chat.post(text), nil
+		},
+		Edit:  func(ctx context.Context, ch *connector.Channel, id int, text string) error { return chat.edit(id, text) },
+		Limit: connector.TextLimit{Max: 40},
+	})
+	_, host, ch, stop := exampleConnector(func(srv *connector.Server) {
+		_ = connector.AddSendTool(srv, "chat_message_send", stream, func(in SendInput) (string, *connector.Upload) { return in.Text, in.File },
+			connector.ToolOptions{Description: "Post in the chat.", SideEffect: true})
+		srv.OnAssistantDelta(stream.Delta)
+		srv.OnAssistantMessage(stream.Final)
+	})
+	defer stop()
+	res, err := connectortest.Invoke[connector.SendResult[int]](context.Background(), host, ch, "chat_message_send",
+		map[string]any{"text": "A reminder for everyone: the meeting moved to Thursday at ten."})
+	fmt.Println(res.Status, res.MessageIDs, err, len(chat.msgs))
+	// Output: sent [1 2] <nil> 2
 }

@@ -53,7 +53,7 @@ func (s *EditStream[R]) final(ctx context.Context, ch *Channel, m *AssistantMess
 		case i < len(parts):
 			_, err = s.opts.Send(ctx, ch, part, parts[i])
 		default:
-			err = s.opts.SendFile(ctx, ch, part, &m.Files[i-len(parts)])
+			_, err = s.opts.SendFile(ctx, ch, part, &m.Files[i-len(parts)])
 		}
 		if err != nil {
 			return err

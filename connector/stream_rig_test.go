@@ -155,9 +155,8 @@ func startStreamRig(t testing.TB, st *store.DB, b *board, opts connector.EditStr
 		opts.Edit = b.edit
 	}
 	if opts.SendFile == nil {
-		opts.SendFile = func(ctx context.Context, ch *connector.Channel, part connector.MessagePart, f *connector.File) error {
-			_, err := b.send(ctx, ch, part, "[file "+f.Filename+"]")
-			return err
+		opts.SendFile = func(ctx context.Context, ch *connector.Channel, part connector.MessagePart, f *connector.File) (int, error) {
+			return b.send(ctx, ch, part, "[file "+f.Filename+"]")
 		}
 	}
 	stream, err := connector.NewEditStream(opts)

@@ -345,3 +345,34 @@ func TestEditStreamClassify(t *testing.T) {
 		t.Fatalf("board %+v: nothing may be posted before the refusal", b.live())
 	}
 }
+
+// TestEditStreamPost: a tool's send posts the text in parts, then the
+// files, with keys stable for the call's idempotency key (a resend posts
+// with the same keys, which a deduplicating target drops), the tool call
+// id on each part, and refuses an empty send.
+func TestEditStreamPost(t *testing.T) {
+	b := &board{}
+	r := startStreamRig(t, connectortest.NewStore(t), b, connector.EditStreamOptions[int]{Limit: connector.TextLimit{Max: 12}}, "")
+	ch, ctx := r.channel(t), testCtx(t)
+	call := &connector.Call{Channel: ch, ToolCallID: "call-1", IdempotencyKey: "call-1"}
+	refs, err := r.stream.Post(ctx, call, "first part second part", &connector.File{Filename: "a.pdf"})
+	if err != nil || len(refs) != 3 {
+		t.Fatalf("Post = %v, %v", refs, err)
+	}
+	again, err := r.stream.Post(ctx, call, "first part second part", &connector.File{Filename: "a.pdf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := b.live()
+	if strings.Join(b.texts(), "|") != "first part |second part|[file a.pdf]|first part |second part|[file a.pdf]" || again[0] == refs[0] {
+		t.Fatalf("board %q", b.texts())
+	}
+	for i := range 3 {
+		if got[i].Part.Key != got[i+3].Part.Key || got[i].Part.ToolCallID != "call-1" || got[i].Part.Index != i {
+			t.Fatalf("part %d: %+v vs %+v", i, got[i].Part, got[i+3].Part)
+		}
+	}
+	if _, err := r.stream.Post(ctx, call, "  "); !isCode(err, protocol.CodeInvalidArguments) {
+		t.Fatalf("empty Post = %v", err)
+	}
+}

@@ -242,7 +242,7 @@ func (c *Connector) register() error {
 				Description: "Scan the code with the Feishu app and confirm: Feishu creates a bot app with the scopes and the message event this connector needs, and binds it."},
 			Issue: c.issueQR, Poll: c.pollQR, TTL: c.qrTTL, PollInterval: 2 * time.Second}),
 		errClients,
-		connector.AddTool(c.srv, ToolSend, c.sendTool, connector.ToolOptions{
+		connector.AddSendTool(c.srv, ToolSend, c.stream, sendArgs, connector.ToolOptions{
 			Title:       "Send a Feishu Message",
 			Description: "Send text, and optionally one file, to the channel's default Feishu chat (the latest direct chat with the bot).",
 			Profile:     protocol.ProfileIMv2,

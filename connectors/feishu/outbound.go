@@ -2,8 +2,6 @@ package feishu
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -14,19 +12,13 @@ import (
 // textLimit is how long one Feishu text message may be.
 var textLimit = connector.TextLimit{Max: MaxTextBytes, Unit: connector.TextUnitBytes}
 
-// uuidOf is the idempotency key of one step of a tool call.
-func uuidOf(channel, msgID string, step int) string {
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d", channel, msgID, step)))
-	return hex.EncodeToString(h[:16])
-}
-
 // streamSend sends one text part of an assistant message (§6.1, §6.2).
 func (c *Connector) streamSend(ctx context.Context, ch *connector.Channel, part connector.MessagePart, text string) (string, error) {
 	cl, err := c.clients.Get(ch)
 	if err != nil {
 		return "", err
 	}
-	t, err := c.replyTarget(ctx, ch, part.InReplyTo)
+	t, err := c.partTarget(ctx, ch, part)
 	if err != nil {
 		return "", err
 	}
@@ -35,14 +27,14 @@ func (c *Connector) streamSend(ctx context.Context, ch *connector.Channel, part 
 
 // streamFile sends one file of a final where the message it answers was
 // written.
-func (c *Connector) streamFile(ctx context.Context, ch *connector.Channel, part connector.MessagePart, f *connector.File) error {
+func (c *Connector) streamFile(ctx context.Context, ch *connector.Channel, part connector.MessagePart, f *connector.File) (string, error) {
 	cl, err := c.clients.Get(ch)
 	if err != nil {
-		return err
+		return "", err
 	}
-	t, err := c.replyTarget(ctx, ch, part.InReplyTo)
+	t, err := c.partTarget(ctx, ch, part)
 	if err != nil {
-		return err
+		return "", err
 	}
 	return cl.sendFile(ctx, t, f, part.Key)
 }
@@ -95,45 +87,9 @@ type SendInput struct {
 	File *connector.Upload `json:"file,omitempty" desc:"Optional file to send after the text: an upload reference (images as images, anything else as a file)."`
 }
 
-// SendResult is the result of feishu_message_send.
-type SendResult struct {
-	Status     string   `json:"status" enum:"sent"`
-	MessageIDs []string `json:"message_ids"`
-}
+// SendResult is the result of feishu_message_send: the message ids of the
+// text parts, then of the file.
+type SendResult = connector.SendResult[string]
 
-// sendTool is feishu_message_send. The SDK makes it idempotent by tool
-// call id; Feishu's uuid covers a retry after a crash.
-func (c *Connector) sendTool(ctx context.Context, call *connector.Call, in SendInput) (SendResult, error) {
-	parts := textLimit.Split(in.Text)
-	if len(parts) == 0 && in.File == nil {
-		return SendResult{}, protocol.Errorf(protocol.CodeInvalidArguments, "text must not be empty")
-	}
-	cl, err := c.clients.Get(call.Channel)
-	if err != nil {
-		return SendResult{}, err
-	}
-	t, err := c.defaultTarget(ctx, call.Channel)
-	if err != nil {
-		return SendResult{}, err
-	}
-	res := SendResult{Status: "sent", MessageIDs: []string{}}
-	// Feishu drops a second message with the same uuid for an hour: the
-	// key of the call, or a fresh one for a call nothing identifies.
-	key := call.IdempotencyKey
-	if key == "" {
-		key = connector.NewID("call_")
-	}
-	for i, p := range parts {
-		id, err := cl.send(ctx, t, "text", textContent(p), uuidOf(call.Channel.ID(), "tool:"+key, i))
-		if err != nil {
-			return SendResult{}, c.deliveryError(ctx, call.Channel, err)
-		}
-		res.MessageIDs = append(res.MessageIDs, id)
-	}
-	if in.File != nil && in.File.File != nil {
-		if err := cl.sendFile(ctx, t, in.File.File, uuidOf(call.Channel.ID(), "tool:"+key, len(parts))); err != nil {
-			return SendResult{}, c.deliveryError(ctx, call.Channel, err)
-		}
-	}
-	return res, nil
-}
+// sendArgs reads the send tool's text and file.
+func sendArgs(in SendInput) (string, *connector.Upload) { return in.Text, in.File }

@@ -42,6 +42,15 @@ func (c *Connector) replyTarget(ctx context.Context, ch *connector.Channel, inRe
 	return c.defaultTarget(ctx, ch)
 }
 
+// partTarget is where one call of a message goes: a tool's post to the
+// default chat, an answer where the message it answers was written.
+func (c *Connector) partTarget(ctx context.Context, ch *connector.Channel, part connector.MessagePart) (target, error) {
+	if part.ToolCallID != "" {
+		return c.defaultTarget(ctx, ch)
+	}
+	return c.replyTarget(ctx, ch, part.InReplyTo)
+}
+
 func (c *Connector) defaultTarget(ctx context.Context, ch *connector.Channel) (target, error) {
 	var dc defaultChat
 	ok, err := ch.LoadState(ctx, chatKey, &dc)
@@ -68,8 +77,8 @@ func (cl *appClient) send(ctx context.Context, t target, msgType, content, uuid 
 }
 
 // sendFile uploads f (an image ≤ 10 MB through im/v1/images, anything
-// else through im/v1/files) and sends it.
-func (cl *appClient) sendFile(ctx context.Context, t target, f *connector.File, uuid string) error {
+// else through im/v1/files), sends it and returns its message_id.
+func (cl *appClient) sendFile(ctx context.Context, t target, f *connector.File, uuid string) (string, error) {
 	open := func() (io.ReadCloser, error) { return f.Open() }
 	name := f.Filename
 	if name == "" {
@@ -78,17 +87,15 @@ func (cl *appClient) sendFile(ctx context.Context, t target, f *connector.File, 
 	if f.Type == protocol.FileImage && f.Size <= 10<<20 {
 		key, err := cl.c.api.uploadImage(ctx, cl.cr, name, open)
 		if err != nil {
-			return err
+			return "", err
 		}
 		b, _ := json.Marshal(map[string]string{"image_key": key})
-		_, err = cl.send(ctx, t, "image", string(b), uuid)
-		return err
+		return cl.send(ctx, t, "image", string(b), uuid)
 	}
 	key, err := cl.c.api.uploadFile(ctx, cl.cr, fileType(name), name, open)
 	if err != nil {
-		return err
+		return "", err
 	}
 	b, _ := json.Marshal(map[string]string{"file_key": key})
-	_, err = cl.send(ctx, t, "file", string(b), uuid)
-	return err
+	return cl.send(ctx, t, "file", string(b), uuid)
 }

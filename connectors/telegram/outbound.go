@@ -47,12 +47,12 @@ func (c *Connector) streamSend(ctx context.Context, ch *connector.Channel, part 
 
 // streamFile sends one file of a final, in the topic of the message it
 // answers.
-func (c *Connector) streamFile(ctx context.Context, ch *connector.Channel, part connector.MessagePart, f *connector.File) error {
+func (c *Connector) streamFile(ctx context.Context, ch *connector.Channel, part connector.MessagePart, f *connector.File) (int64, error) {
 	cl, err := c.clients.Get(ch)
-	if err == nil {
-		_, err = cl.sendFile(ctx, f, "", c.threadOf(ctx, ch, part.InReplyTo))
+	if err != nil {
+		return 0, err
 	}
-	return err
+	return cl.sendFile(ctx, f, "", c.threadOf(ctx, ch, part.InReplyTo))
 }
 
 // streamEdit edits a streamed message; a message Telegram refuses to edit
@@ -193,37 +193,9 @@ type SendInput struct {
 	File *connector.Upload `json:"file,omitempty" desc:"Optional file to send after the text: an upload reference (images as photos, videos, audio, anything else as a document)."`
 }
 
-// SendResult is the result of telegram_message_send.
-type SendResult struct {
-	Status     string  `json:"status" enum:"sent"`
-	MessageIDs []int64 `json:"message_ids"`
-}
+// SendResult is the result of telegram_message_send: the message ids of the
+// text parts, then of the file.
+type SendResult = connector.SendResult[int64]
 
-// sendTool is telegram_message_send: text (and a file) to the bound chat.
-// The SDK makes it idempotent by tool call id.
-func (c *Connector) sendTool(ctx context.Context, call *connector.Call, in SendInput) (SendResult, error) {
-	parts := textLimit.Split(in.Text)
-	if len(parts) == 0 && in.File == nil {
-		return SendResult{}, protocol.Errorf(protocol.CodeInvalidArguments, "text must not be empty")
-	}
-	cl, err := c.clients.Get(call.Channel)
-	if err != nil {
-		return SendResult{}, err
-	}
-	res := SendResult{Status: "sent", MessageIDs: []int64{}}
-	for _, p := range parts {
-		id, err := cl.sendText(ctx, p, 0)
-		if err != nil {
-			return SendResult{}, c.deliveryError(ctx, call.Channel, err)
-		}
-		res.MessageIDs = append(res.MessageIDs, id)
-	}
-	if in.File != nil && in.File.File != nil {
-		id, err := cl.sendFile(ctx, in.File.File, "", 0)
-		if err != nil {
-			return SendResult{}, c.deliveryError(ctx, call.Channel, err)
-		}
-		res.MessageIDs = append(res.MessageIDs, id)
-	}
-	return res, nil
-}
+// sendArgs reads the send tool's text and file.
+func sendArgs(in SendInput) (string, *connector.Upload) { return in.Text, in.File }

@@ -181,7 +181,7 @@ func (c *Connector) register() error {
 		connector.AddForm(c.srv, FlowBot, c.signIn, connector.FlowOptions{Title: "Bind a Telegram Bot", Default: true,
 			Description: "The bot's token from BotFather and the chat the bot serves."}),
 		errClients,
-		connector.AddTool(c.srv, ToolSend, c.sendTool, connector.ToolOptions{
+		connector.AddSendTool(c.srv, ToolSend, c.stream, sendArgs, connector.ToolOptions{
 			Title:       "Send a Telegram Message",
 			Description: "Send text, and optionally one file, to the Telegram chat bound to the current channel.",
 			Profile:     protocol.ProfileIMv2,
