@@ -141,7 +141,9 @@ func ExampleAddSendTool() {
 		Send: func(ctx context.Context, ch *connector.Channel, part connector.MessagePart, text string) (int, error) {
 			return chat.post(text), nil
 		},
-		Edit:  func(ctx context.Context, ch *connector.Channel, id int, text string) error { return chat.edit(id, text) },
+		Edit: func(ctx context.Context, ch *connector.Channel, id int, text string) error {
+			return chat.edit(id, text)
+		},
 		Limit: connector.TextLimit{Max: 40},
 	})
 	_, host, ch, stop := exampleConnector(func(srv *connector.Server) {
