@@ -138,13 +138,16 @@ type Options struct {
 // channels are each bound to one Feishu app. Create it with New and run
 // Server. Safe for concurrent use.
 type Connector struct {
-	srv          *connector.Server
+	srv *connector.Server
+	// The SDK's handles of the Open Platform side: the REST client, the
+	// long connections (one per app), the channels' clients and the
+	// replies' stream.
 	api          *openAPI
 	apps         *connector.Consumers[string, binding]
 	clients      *connector.Clients[binding, *appClient]
+	stream       *connector.EditStream[string]
 	log          *slog.Logger
 	maxFileBytes int64
-	stream       *connector.EditStream[string]
 	// accounts is the accounts host of the QR registration.
 	accounts string
 	// events is EventsLongConn or EventsWebhook; verifyToken and

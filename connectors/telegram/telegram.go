@@ -116,16 +116,21 @@ type Options struct {
 // and run Server (Server().ListenAndServe or Serve, or Start, ServeHTTP
 // and Close). Safe for concurrent use.
 type Connector struct {
-	srv          *connector.Server
-	api          *botAPI
-	bots         *connector.Consumers[string, binding]
-	clients      *connector.Clients[binding, *chatClient]
-	log          *slog.Logger
+	srv *connector.Server
+	log *slog.Logger
+	// The SDK's handles of the Bot API side: the client, the pollers
+	// (one per token), the channels' clients and the replies' stream.
+	api     *botAPI
+	bots    *connector.Consumers[string, binding]
+	clients *connector.Clients[binding, *chatClient]
+	stream  *connector.EditStream[int64]
+	// Inbound knobs.
 	pollTimeout  time.Duration
 	maxFileBytes int64
-	stream       *connector.EditStream[int64]
-	typingMu     sync.Mutex
-	typing       map[string]time.Time // channel → last typing action (bounded by the channels)
+	// typing holds the last typing action per channel (bounded by the
+	// channels).
+	typingMu sync.Mutex
+	typing   map[string]time.Time
 }
 
 // New builds the Telegram connector on the SDK: the telegram_bot_binding
