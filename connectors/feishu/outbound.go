@@ -14,11 +14,7 @@ var textLimit = connector.TextLimit{Max: MaxTextBytes, Unit: connector.TextUnitB
 
 // streamSend sends one text part of an assistant message (§6.1, §6.2).
 func (c *Connector) streamSend(ctx context.Context, ch *connector.Channel, part connector.MessagePart, text string) (string, error) {
-	cl, err := c.clients.Get(ch)
-	if err != nil {
-		return "", err
-	}
-	t, err := c.partTarget(ctx, ch, part)
+	cl, t, err := c.clientFor(ctx, ch, part)
 	if err != nil {
 		return "", err
 	}
@@ -26,17 +22,23 @@ func (c *Connector) streamSend(ctx context.Context, ch *connector.Channel, part 
 }
 
 // streamFile sends one file of a final where the message it answers was
-// written.
+// written (or a tool's to the default chat).
 func (c *Connector) streamFile(ctx context.Context, ch *connector.Channel, part connector.MessagePart, f *connector.File) (string, error) {
-	cl, err := c.clients.Get(ch)
-	if err != nil {
-		return "", err
-	}
-	t, err := c.partTarget(ctx, ch, part)
+	cl, t, err := c.clientFor(ctx, ch, part)
 	if err != nil {
 		return "", err
 	}
 	return cl.sendFile(ctx, t, f, part.Key)
+}
+
+// clientFor returns the channel's client and where part goes.
+func (c *Connector) clientFor(ctx context.Context, ch *connector.Channel, part connector.MessagePart) (*appClient, target, error) {
+	cl, err := c.clients.Get(ch)
+	if err != nil {
+		return nil, target{}, err
+	}
+	t, err := c.partTarget(ctx, ch, part)
+	return cl, t, err
 }
 
 // streamEdit edits a streamed message (§6.3). A refusal that is neither
