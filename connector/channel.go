@@ -91,20 +91,23 @@ func (c *Channel) Logout(ctx context.Context) error {
 // The message is stored in the durable outbox before Publish returns and is
 // delivered when the channel is open, redelivered after reconnects, until
 // xAgent answers accepted or duplicate, the TTL passes or capacity evicts
-// it. Files are cached on the transfer plane first. A channel that is not
-// signed in is refused with a *protocol.Error (connection_not_authenticated)
-// and nothing is stored.
+// it. Files are cached on the transfer plane first; m.ReplyContext is
+// recorded before the message is stored. A channel that is not signed in
+// is refused with a *protocol.Error (connection_not_authenticated) and
+// nothing is stored.
 //
-// Publishing a MessageID again is a no-op while the message is pending
-// and, after it left the outbox, within the dedupe window: the outbox
-// remembers the outcomes of the connector's last Options.DedupeHistory
-// messages (default 10,000, all channels together) for
-// Options.DedupeWindow (default 24 h). Past either bound the MessageID is
-// forgotten and publishing it again sends the message anew, so a target
-// that can redeliver an event later than that (a replayed poll offset, a
-// retried webhook) needs a larger window, or its own record of what it
-// published.
-func (c *Channel) Publish(ctx context.Context, m UserMessage) error {
+// Publishing a MessageID again is a no-op that reports false: isNew is
+// true only for the call that stored the message, so a connector can keep
+// per-message state (reply context, "the latest chat") once. That holds
+// while the message is pending and, after it left the outbox, within the
+// dedupe window: the outbox remembers the outcomes of the connector's last
+// Options.DedupeHistory messages (default 10,000, all channels together)
+// for Options.DedupeWindow (default 24 h). Past either bound the MessageID
+// is forgotten and publishing it again sends the message anew (isNew
+// true), so a target that can redeliver an event later than that (a
+// replayed poll offset, a retried webhook) needs a larger window, or its
+// own record of what it published.
+func (c *Channel) Publish(ctx context.Context, m UserMessage) (isNew bool, err error) {
 	return c.srv.publish(ctx, c.id, m)
 }
 

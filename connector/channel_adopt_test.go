@@ -46,7 +46,7 @@ func TestChannelReadoptedByNewConnectorID(t *testing.T) {
 	}
 	waitReleased(t, f, oldID)
 	// A target message arrives while no instance is connected.
-	if err := h.Publish(ctx, connector.UserMessage{MessageID: "while-replaced", Text: "still there?"}); err != nil {
+	if _, err := h.Publish(ctx, connector.UserMessage{MessageID: "while-replaced", Text: "still there?"}); err != nil {
 		t.Fatal(err)
 	}
 

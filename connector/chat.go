@@ -23,6 +23,13 @@ type UserMessage struct {
 	Files []OutgoingFile
 	// CreatedAt is the target's message time; zero means now.
 	CreatedAt time.Time
+	// ReplyContext, when not nil, is where an answer to this message goes
+	// on the target (its thread, topic, chat, the message to quote): any
+	// JSON-encodable value of at most MaxReplyContextBytes. Publish
+	// records it (Channel.SaveReplyContext) before the message can reach
+	// xAgent; the connector reads it back with Channel.LoadReplyContext
+	// and the answer's InReplyTo. It is not sent to xAgent.
+	ReplyContext any
 }
 
 // OutgoingFile is a file of a [UserMessage]. Publish reads Content to the
@@ -37,25 +44,36 @@ type OutgoingFile struct {
 
 // AssistantMessage is one final assistant message from xAgent (IM v2
 // chat.message, xAgent -> Connector). Its Text is the complete content.
+//
+// Whether its deltas were already shown on the target is not a property
+// of the message but of the target: a connector that streams keeps the
+// target message it posted durably and edits it into Text (IM v2 section
+// 5.4: never the deltas and the final as two messages). [EditStream] does
+// exactly that, correct across restarts; a connector of its own records
+// the posted message with Channel.SaveProgress when it posts it.
 type AssistantMessage struct {
 	MessageID string
 	Text      string
 	Files     []File
 	CreatedAt time.Time
-	// Streamed reports that deltas of this message were handed to the
-	// OnAssistantDelta handler: the connector edits its streamed target
-	// message into Text instead of posting a second message.
-	Streamed bool
+	// InReplyTo is the message_id of the user message this message
+	// answers (the one a connector published), "" for proactive output or
+	// when xAgent does not say: the xconn host sends it in the extension
+	// member protocol.ExtInReplyTo. A threaded target answers in that
+	// message's thread, topic or quote: see Channel.LoadReplyContext.
+	InReplyTo string
 }
 
 // AssistantDelta is one in-order assistant text fragment (IM v2
 // chat.message.delta), handed to OnAssistantDelta after the SDK checked its
-// sequence. Text is the new fragment and Assembled all text so far.
+// sequence. Text is the new fragment and Assembled all text so far;
+// InReplyTo is the user message answered, as on AssistantMessage.
 type AssistantDelta struct {
 	MessageID string
 	Sequence  int64
 	Text      string
 	Assembled string
+	InReplyTo string
 }
 
 // Activity is a redacted processing-state snapshot (IM v2 chat.activity).
@@ -87,7 +105,8 @@ func (e *temporaryError) Error() string { return e.err.Error() }
 // Unwrap returns the wrapped error.
 func (e *temporaryError) Unwrap() error { return e.err }
 
-// Temporary marks err as a transient target failure (rate limit, network):
+// Temporary marks err as a transient target failure (network, a server
+// error; a rate limit is a [*RateLimitError]):
 // a MessageHandler returning it rejects the message with retryable=true so
 // xAgent redelivers it later. Errors are permanent (retryable=false) unless
 // marked, carried by a *protocol.Error with Retryable set, or a context
@@ -100,10 +119,14 @@ func Temporary(err error) error {
 }
 
 // IsTemporary reports whether err was marked with [Temporary], is a
-// retryable *protocol.Error, or is a context deadline.
+// [*RateLimitError], is a retryable *protocol.Error, or is a context
+// deadline.
 func IsTemporary(err error) bool {
 	var t *temporaryError
 	if errors.As(err, &t) {
+		return true
+	}
+	if _, ok := RetryAfterOf(err); ok {
 		return true
 	}
 	if pe := protocol.AsError(err); pe != nil {

@@ -64,7 +64,7 @@ func TestAssistantMessagesToTarget(t *testing.T) {
 		a.Code != string(protocol.CodeMessageConflict) || a.Retryable == nil || *a.Retryable {
 		t.Fatalf("conflict %+v", a)
 	}
-	// Streaming: deltas go to the delta handler, then the final is marked Streamed.
+	// Streaming: deltas go to the delta handler, then the final to the message handler.
 	for i, part := range []string{"Hel", "lo!"} {
 		d, _ := connectortest.Packet(protocol.TypeChatMessageDelta, ch, protocol.ChatDeltaPayload{MessageID: "a2", Sequence: int64(i + 1), Text: part})
 		if err := c.Send(ctx, d); err != nil {
@@ -87,7 +87,7 @@ func TestAssistantMessagesToTarget(t *testing.T) {
 		t.Fatalf("final %+v", a)
 	}
 	msgs, deltas, acts, _ := f.Target.Snapshot()
-	if len(msgs) != 2 || msgs[0].Text != "hello" || msgs[0].Streamed || msgs[1].Text != "Hello!" || !msgs[1].Streamed {
+	if len(msgs) != 2 || msgs[0].Text != "hello" || msgs[1].Text != "Hello!" {
 		t.Fatalf("messages %+v", msgs)
 	}
 	if len(deltas) != 2 || deltas[1].Assembled != "Hello!" || deltas[1].Sequence != 2 {
@@ -171,7 +171,7 @@ func TestPublishDurableRedelivery(t *testing.T) {
 	ch := openSigned(t, c)
 	ctx := testCtx(t)
 	h, _ := f.Server.Channel(ch)
-	if err := h.Publish(ctx, connector.UserMessage{MessageID: "u1", Text: "hi there",
+	if _, err := h.Publish(ctx, connector.UserMessage{MessageID: "u1", Text: "hi there",
 		Files: []connector.OutgoingFile{{Name: "pic.png", MimeType: "image/png", Content: bytes.NewReader([]byte("\x89PNG fake"))}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -231,10 +231,10 @@ func TestPublishDurableRedelivery(t *testing.T) {
 	}
 	ackMessage(t, c2, msg3, protocol.AckAccepted, nil)
 	// Publishing the same message_id again is a no-op.
-	if err := h.Publish(ctx, connector.UserMessage{MessageID: "u1", Text: "hi there"}); err != nil {
+	if _, err := h.Publish(ctx, connector.UserMessage{MessageID: "u1", Text: "hi there"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Publish(ctx, connector.UserMessage{MessageID: "u2", Text: "next"}); err != nil {
+	if _, err := h.Publish(ctx, connector.UserMessage{MessageID: "u2", Text: "next"}); err != nil {
 		t.Fatal(err)
 	}
 	next, err := c2.NextOfType(ctx, protocol.TypeChatMessage)
@@ -245,7 +245,7 @@ func TestPublishDurableRedelivery(t *testing.T) {
 		t.Fatalf("after accepted, got %s again", p.MessageID)
 	}
 	ackMessage(t, c2, next, protocol.AckAccepted, nil)
-	if err := h.Publish(context.Background(), connector.UserMessage{}); err == nil {
+	if _, err := h.Publish(context.Background(), connector.UserMessage{}); err == nil {
 		t.Fatal("empty message published")
 	}
 }
@@ -259,7 +259,7 @@ func TestPublishSurvivesRestart(t *testing.T) {
 	ch := openSigned(t, c)
 	c.Close()
 	h, _ := f1.Server.Channel(ch)
-	if err := h.Publish(testCtx(t), connector.UserMessage{MessageID: "durable-1", Text: "kept on disk"}); err != nil {
+	if _, err := h.Publish(testCtx(t), connector.UserMessage{MessageID: "durable-1", Text: "kept on disk"}); err != nil {
 		t.Fatal(err)
 	}
 	f1.Close()

@@ -179,7 +179,7 @@ func (m *Members[B]) Publish(ctx context.Context, msg UserMessage, keep func(b B
 			}
 			msg.Files = files
 		}
-		if err := mb.Channel.Publish(ctx, msg); err != nil {
+		if _, err := mb.Channel.Publish(ctx, msg); err != nil {
 			errs = append(errs, fmt.Errorf("channel %s: %w", mb.Channel.ID(), err))
 			continue
 		}

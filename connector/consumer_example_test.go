@@ -96,6 +96,6 @@ func ExampleChannel_Publish() {
 	}
 	fmt.Println(opts.DedupeWindow, connector.DefaultDedupeWindow, connector.DefaultDedupeHistory)
 	// In a consumer or webhook handler, with the target's id of the message:
-	//	err := ch.Publish(ctx, connector.UserMessage{MessageID: "tg-" + chatID + "-" + msgID, Text: text})
+	//	_, err := ch.Publish(ctx, connector.UserMessage{MessageID: "tg-" + chatID + "-" + msgID, Text: text})
 	// Output: 96h0m0s 24h0m0s 10000
 }

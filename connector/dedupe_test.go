@@ -45,7 +45,7 @@ func TestDedupeWindow(t *testing.T) {
 					return n
 				}
 				msg := connector.UserMessage{MessageID: "target-msg-1", Text: "hello"}
-				if err := ch.Publish(ctx, msg); err != nil {
+				if _, err := ch.Publish(ctx, msg); err != nil {
 					t.Fatal(err)
 				}
 				if n := pending(); n != 1 {
@@ -57,7 +57,7 @@ func TestDedupeWindow(t *testing.T) {
 					t.Fatalf("pending %d after the TTL, want 0 (expired)", n)
 				}
 				time.Sleep(3 * time.Minute)
-				if err := ch.Publish(ctx, msg); err != nil {
+				if _, err := ch.Publish(ctx, msg); err != nil {
 					t.Fatal(err)
 				}
 				if n := pending(); n != 0 {
@@ -65,7 +65,7 @@ func TestDedupeWindow(t *testing.T) {
 				}
 				time.Sleep(10 * time.Minute) // past the 10 min window and a sweep
 				synctest.Wait()
-				if err := ch.Publish(ctx, msg); err != nil {
+				if _, err := ch.Publish(ctx, msg); err != nil {
 					t.Fatal(err)
 				}
 				if got := pending() == 1; got != tc.again {
@@ -98,19 +98,19 @@ func TestDedupeHistory(t *testing.T) {
 			return n
 		}
 		for _, mid := range []string{"m1", "m2", "m3", "m4"} {
-			if err := ch.Publish(ctx, connector.UserMessage{MessageID: mid, Text: mid}); err != nil {
+			if _, err := ch.Publish(ctx, connector.UserMessage{MessageID: mid, Text: mid}); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(2 * time.Minute) // expires undelivered: one outcome each
 			synctest.Wait()
 		}
-		if err := ch.Publish(ctx, connector.UserMessage{MessageID: "m4", Text: "m4"}); err != nil {
+		if _, err := ch.Publish(ctx, connector.UserMessage{MessageID: "m4", Text: "m4"}); err != nil {
 			t.Fatal(err)
 		}
 		if n := pending(); n != 0 {
 			t.Fatalf("the newest MessageID was published again (pending %d)", n)
 		}
-		if err := ch.Publish(ctx, connector.UserMessage{MessageID: "m1", Text: "m1"}); err != nil {
+		if _, err := ch.Publish(ctx, connector.UserMessage{MessageID: "m1", Text: "m1"}); err != nil {
 			t.Fatal(err)
 		}
 		if n := pending(); n != 1 {

@@ -38,10 +38,11 @@
 //   - [Server.OnAssistantMessage], [Server.OnAssistantDelta] and
 //     [Server.OnActivity] receive the IM v2 traffic from xAgent.
 //   - [Channel.Publish] hands an inbound target message to xAgent through
-//     a durable outbox; [Channel.SaveState] keeps small per-channel state
-//     across restarts; [Channel.SaveProgress] records what the target
-//     already has of an assistant message delivered in several calls, so a
-//     redelivery posts only what is missing.
+//     a durable outbox (and reports whether it was new);
+//     [Channel.SaveState] keeps small per-channel state across restarts;
+//     [Channel.SaveProgress] records what the target already has of an
+//     assistant message delivered in several calls, so a redelivery posts
+//     only what is missing.
 //
 // [Server.ListenAndServe] then opens the default SQLite store in
 // Options.DataDir, starts, serves with hardened timeouts, stops on SIGINT
@@ -79,6 +80,35 @@
 //		return err
 //	})
 //	return srv.ListenAndServe(ctx, "127.0.0.1:8080") // registration errors surface here too
+//
+// # Chat targets
+//
+// What every chat connector needs besides its target's API calls:
+//
+//   - [Server.TargetAPI] opens the target's HTTP API (base URL, proxy,
+//     transport, no redirects, request timeout, rate-limit wait).
+//   - [EditStream] shows a streamed answer as one target message, posted
+//     then edited, with an edit interval, an edit budget (the final always
+//     lands), a TTL and bounds on the streams; it records the posted
+//     message durably once, so a final redelivered after a crash edits it
+//     instead of posting twice. A connector gives it Send, Edit and
+//     SendFile and registers [EditStream.Delta] and [EditStream.Final] as
+//     its IM v2 handlers; [AddSendTool] registers its send tool on the same
+//     calls ([EditStream.Post]).
+//   - [TextLimit] splits a text by the target's limit in its unit (bytes,
+//     UTF-16 units, runes), never inside a grapheme cluster or a Markdown
+//     code block.
+//   - [RateLimitError] is how a target client reports "slow down", with
+//     its Retry-After ([ParseRetryAfter], [RetryAfterHeader]);
+//     [RateLimit] waits it out within a cap, and [IsTemporary] reports it;
+//     [RateBuckets] remembers a wait per route or method, so that the next
+//     call waits instead of being refused (Discord's buckets, Slack's
+//     tiers).
+//   - Reply context: [UserMessage].ReplyContext records where an answer to
+//     the message goes (its thread, topic, chat); the answer's
+//     AssistantMessage.InReplyTo names the message it answers (the xconn
+//     host sends the extension member x-in-reply-to, see
+//     protocol.ExtInReplyTo) and [Channel.LoadReplyContext] finds it.
 //
 // # What the SDK fills in
 //
@@ -229,7 +259,9 @@
 // base64, local paths, target tokens or CDN signatures (Publish turns
 // files into file_refs with signed download URLs). A connector never sends
 // chat.message.delta or chat.activity. A message streamed through
-// OnAssistantDelta is edited into its final text, never posted twice.
+// OnAssistantDelta is edited into its final text, never posted twice,
+// also after a restart: keep the posted target message durably, as
+// EditStream does.
 //
 // # One channel, one conversation
 //

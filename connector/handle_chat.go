@@ -33,11 +33,10 @@ func (sess *session) handleChatMessage(env *protocol.Envelope, p *protocol.ChatM
 		sess.ackChat(env, delivery.RejectAck(p.MessageID, perr))
 		return
 	}
-	// The final text is the complete content; the assembled deltas only
-	// tell whether the connector streamed this message.
-	_, streamed := s.asm.Final(id, p.MessageID)
-	m := &AssistantMessage{MessageID: p.MessageID, Text: p.Text, Files: files,
-		Streamed: streamed && s.onDelta != nil}
+	// The final text is the complete content: the assembled deltas are
+	// dropped.
+	s.asm.Final(id, p.MessageID)
+	m := &AssistantMessage{MessageID: p.MessageID, Text: p.Text, Files: files, InReplyTo: p.InReplyTo}
 	if p.CreatedAt > 0 {
 		m.CreatedAt = time.UnixMilli(p.CreatedAt)
 	}
@@ -131,7 +130,7 @@ func (sess *session) handleChatDelta(env *protocol.Envelope) {
 	}
 	ctx, cancel := context.WithTimeout(sess.ctx, s.opts.ToolTimeout)
 	defer cancel()
-	d := &AssistantDelta{MessageID: p.MessageID, Sequence: p.Sequence, Text: p.Text, Assembled: assembled}
+	d := &AssistantDelta{MessageID: p.MessageID, Sequence: p.Sequence, Text: p.Text, Assembled: assembled, InReplyTo: p.InReplyTo}
 	if err := safeCall(func() error { return s.onDelta(ctx, &Channel{srv: s, id: id}, d) }); err != nil {
 		s.log.Warn("connector: delta handler failed", "channel", id, "err", err.Error())
 	}

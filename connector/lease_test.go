@@ -24,7 +24,7 @@ func TestLeaseExpiryCascades(t *testing.T) {
 	env, _ := c.Request(ctx, protocol.TypeAuthStart, a2.ConnectorChannelID, protocol.AuthStartPayload{FlowID: sdkfixture.FlowQR})
 	qr := decode[protocol.AuthStatePayload](t, env)
 	h, _ := f.Server.Channel(ch)
-	if err := h.Publish(ctx, connector.UserMessage{MessageID: "pending-1", Text: "never acked"}); err != nil {
+	if _, err := h.Publish(ctx, connector.UserMessage{MessageID: "pending-1", Text: "never acked"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.NextOfType(ctx, protocol.TypeChatMessage); err != nil {

@@ -18,18 +18,18 @@ const (
 	queueIMv1 = "connector.im.v1"
 )
 
-func (s *Server) publish(ctx context.Context, id string, m UserMessage) error {
+func (s *Server) publish(ctx context.Context, id string, m UserMessage) (bool, error) {
 	if err := s.liveErr(); err != nil {
-		return err
+		return false, err
 	}
 	if !s.card.DeclaresProfile(protocol.ProfileIMv2) {
-		return fmt.Errorf("connector: Publish needs a Card that declares %s", protocol.ProfileIMv2)
+		return false, fmt.Errorf("connector: Publish needs a Card that declares %s", protocol.ProfileIMv2)
 	}
 	if err := s.signedIn(id, "Publish"); err != nil {
-		return err
+		return false, err
 	}
 	if m.Text == "" && len(m.Files) == 0 {
-		return errors.New("connector: a message needs text or files")
+		return false, errors.New("connector: a message needs text or files")
 	}
 	msgID := m.MessageID
 	if msgID == "" {
@@ -39,26 +39,34 @@ func (s *Server) publish(ctx context.Context, id string, m UserMessage) error {
 	if created.IsZero() {
 		created = s.now()
 	}
+	if m.ReplyContext != nil {
+		// Before the message is stored: its answer may come at once.
+		if err := (&Channel{srv: s, id: id}).saveReplyContext(ctx, msgID, m.ReplyContext, false); err != nil {
+			s.log.Warn("connector: reply context not recorded; the answer goes to the connector's default place",
+				"channel", id, "err", err)
+		}
+	}
 	p := protocol.ChatMessagePayload{MessageID: msgID, Text: m.Text, CreatedAt: created.UnixMilli()}
 	for i, f := range m.Files {
 		cf, err := s.cacheFile(ctx, id, f)
 		if err != nil {
-			return fmt.Errorf("connector: file %d: %w", i, err)
+			return false, fmt.Errorf("connector: file %d: %w", i, err)
 		}
 		p.Files = append(p.Files, cf)
 	}
 	payload, err := json.Marshal(p)
 	if err != nil {
-		return fmt.Errorf("connector: encode message: %w", err)
+		return false, fmt.Errorf("connector: encode message: %w", err)
 	}
 	res, err := s.outbox.Enqueue(ctx, id, msgID, payload)
 	if err != nil {
-		return fmt.Errorf("connector: publish: %w", err)
+		return false, fmt.Errorf("connector: publish: %w", err)
 	}
 	if res.Status == delivery.Enqueued {
 		s.metrics.published.Inc()
+		return true, nil
 	}
-	return nil
+	return false, nil
 }
 
 // signedIn checks that channel id exists and is signed in before op

@@ -39,7 +39,7 @@ func TestPostgresStore(t *testing.T) {
 		t.Fatalf("idempotency on postgres: %s vs %s", first.Payload, again.Payload)
 	}
 	h, _ := f.Server.Channel(ch)
-	if err := h.Publish(ctx, connector.UserMessage{MessageID: "pg-1", Text: "hi"}); err != nil {
+	if _, err := h.Publish(ctx, connector.UserMessage{MessageID: "pg-1", Text: "hi"}); err != nil {
 		t.Fatal(err)
 	}
 	msg, err := c.NextOfType(ctx, protocol.TypeChatMessage)

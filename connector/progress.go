@@ -47,18 +47,7 @@ func (p *progressLocks) lock(channelID string) func() {
 // on the channel and reports whether there was one.
 func (c *Channel) LoadProgress(ctx context.Context, messageID string, v any) (bool, error) {
 	defer c.srv.progress.lock(c.id)()
-	list, err := c.progressRecords(ctx)
-	if err != nil {
-		return false, err
-	}
-	i := slices.IndexFunc(list, func(r progressRecord) bool { return r.ID == messageID })
-	if i < 0 {
-		return false, nil
-	}
-	if err := json.Unmarshal(list[i].Value, v); err != nil {
-		return false, fmt.Errorf("connector: decode progress of %s: %w", messageID, err)
-	}
-	return true, nil
+	return c.loadRecord(ctx, progressKey, messageID, v)
 }
 
 // SaveProgress records v as the delivery progress of messageID. It records
@@ -80,30 +69,50 @@ func (c *Channel) ClearProgress(ctx context.Context, messageID string) error {
 }
 
 func (c *Channel) updateProgress(ctx context.Context, messageID string, value json.RawMessage) error {
+	return c.updateRecords(ctx, progressKey, func(list []progressRecord) ([]progressRecord, bool) {
+		list = slices.DeleteFunc(list, func(r progressRecord) bool { return r.ID == messageID })
+		if value != nil {
+			list = append(list, progressRecord{ID: messageID, Value: value})
+		}
+		return list[max(0, len(list)-MaxProgressRecords):], true
+	})
+}
+
+// loadRecord decodes into v the record of id in the record list under
+// state key, and reports whether there was one.
+func (c *Channel) loadRecord(ctx context.Context, key, id string, v any) (bool, error) {
+	var list []progressRecord
+	if _, err := c.LoadState(ctx, key, &list); err != nil {
+		return false, err
+	}
+	i := slices.IndexFunc(list, func(r progressRecord) bool { return r.ID == id })
+	if i < 0 {
+		return false, nil
+	}
+	if err := json.Unmarshal(list[i].Value, v); err != nil {
+		return false, fmt.Errorf("connector: decode %s record of %s: %w", key, id, err)
+	}
+	return true, nil
+}
+
+// updateRecords replaces the record list under state key by f's result
+// when f reports a change, under the channel's record lock; an empty list
+// deletes the key. It completes even when ctx ends meanwhile, bounded by
+// its own timeout.
+func (c *Channel) updateRecords(ctx context.Context, key string, f func([]progressRecord) ([]progressRecord, bool)) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), progressSaveTimeout)
 	defer cancel()
 	defer c.srv.progress.lock(c.id)()
-	list, err := c.progressRecords(ctx)
-	if err != nil {
+	var list []progressRecord
+	if _, err := c.LoadState(ctx, key, &list); err != nil {
 		return err
 	}
-	list = slices.DeleteFunc(list, func(r progressRecord) bool { return r.ID == messageID })
-	if value != nil {
-		list = append(list, progressRecord{ID: messageID, Value: value})
+	list, changed := f(list)
+	switch {
+	case !changed:
+		return nil
+	case len(list) == 0:
+		return c.DeleteState(ctx, key)
 	}
-	if len(list) > MaxProgressRecords {
-		list = list[len(list)-MaxProgressRecords:]
-	}
-	if len(list) == 0 {
-		return c.DeleteState(ctx, progressKey)
-	}
-	return c.SaveState(ctx, progressKey, list)
-}
-
-func (c *Channel) progressRecords(ctx context.Context) ([]progressRecord, error) {
-	var list []progressRecord
-	if _, err := c.LoadState(ctx, progressKey, &list); err != nil {
-		return nil, err
-	}
-	return list, nil
+	return c.SaveState(ctx, key, list)
 }

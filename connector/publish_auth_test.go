@@ -68,7 +68,7 @@ func TestPublishRequiresSignedInChannel(t *testing.T) {
 		if err := h.SetStatus(ctx, st); err != nil {
 			t.Fatal(err)
 		}
-		err := h.Publish(ctx, connector.UserMessage{MessageID: "refused-" + string(st), Text: "not yet",
+		_, err := h.Publish(ctx, connector.UserMessage{MessageID: "refused-" + string(st), Text: "not yet",
 			Files: []connector.OutgoingFile{{Name: "a.txt", MimeType: "text/plain", Content: strings.NewReader("x")}}})
 		wantNotAuthenticated(t, err, id)
 	}
@@ -87,7 +87,7 @@ func TestPublishRequiresSignedInChannel(t *testing.T) {
 	if err := h.SetStatus(ctx, protocol.StatusOffline); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Publish(ctx, connector.UserMessage{MessageID: "signed-in", Text: "now"}); err != nil {
+	if _, err := h.Publish(ctx, connector.UserMessage{MessageID: "signed-in", Text: "now"}); err != nil {
 		t.Fatalf("publish on a signed-in channel: %v", err)
 	}
 	msg, err := c.NextOfType(ctx, protocol.TypeChatMessage)
@@ -102,7 +102,8 @@ func TestPublishRequiresSignedInChannel(t *testing.T) {
 	if err := h.Logout(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wantNotAuthenticated(t, h.Publish(ctx, connector.UserMessage{MessageID: "after-logout", Text: "bye"}), id)
+	_, err = h.Publish(ctx, connector.UserMessage{MessageID: "after-logout", Text: "bye"})
+	wantNotAuthenticated(t, err, id)
 }
 
 // TestPushMessageRequiresSignedInChannel is the same rule for the IM v1

@@ -213,7 +213,7 @@ func (rs *replyStream) Delta(ctx context.Context, text string) error {
 		return nil
 	}
 	rs.seq++
-	sent, err := rs.push(ctx, protocol.TypeChatMessageDelta, protocol.ChatDeltaPayload{MessageID: rs.msgID, Sequence: rs.seq, Text: text})
+	sent, err := rs.push(ctx, protocol.TypeChatMessageDelta, protocol.ChatDeltaPayload{MessageID: rs.msgID, Sequence: rs.seq, Text: text, InReplyTo: rs.inReplyTo})
 	if !sent {
 		rs.broken = true // a gap would be rejected: the final carries the whole text
 	}
@@ -240,7 +240,7 @@ func (rs *replyStream) Final(ctx context.Context, text string, files ...Outgoing
 	if !c.parsed || !rt.catalog(c.profiles).Allows(protocol.TypeChatMessage, protocol.ToConnector) {
 		return id, nil // outside the negotiated catalog: filtered silently
 	}
-	p := protocol.ChatMessagePayload{MessageID: id, Text: text, CreatedAt: nowMillis()}
+	p := protocol.ChatMessagePayload{MessageID: id, Text: text, CreatedAt: nowMillis(), InReplyTo: rs.inReplyTo}
 	for _, f := range files {
 		cf, err := rs.h.upload(ctx, rt, c.uc.ChannelID, f)
 		if err != nil {

@@ -121,7 +121,7 @@ func TestSDKEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = ch.Publish(ctx, connector.UserMessage{MessageID: "tg-1", Text: "hello there",
+	_, err = ch.Publish(ctx, connector.UserMessage{MessageID: "tg-1", Text: "hello there",
 		Files: []connector.OutgoingFile{{Name: "note.txt", MimeType: "text/plain", Content: strings.NewReader("file content")}}})
 	if err != nil {
 		t.Fatalf("Publish: %v", err)
@@ -147,6 +147,10 @@ func TestSDKEndToEnd(t *testing.T) {
 	if len(deltas) == 0 || deltas[len(deltas)-1].Assembled != final.Text {
 		t.Fatalf("deltas %+v", deltas)
 	}
+	// The answer names the user message it answers (x-in-reply-to).
+	if final.InReplyTo != "tg-1" || deltas[0].InReplyTo != "tg-1" {
+		t.Fatalf("in reply to %q (final), %q (delta); want tg-1", final.InReplyTo, deltas[0].InReplyTo)
+	}
 	eventually(t, "thinking then idle at the target", func() bool {
 		_, _, acts, _ := fx.Target.Snapshot()
 		return len(acts) == 2 && acts[0].Status == protocol.ActivityThinking && acts[1].Status == protocol.ActivityIdle
@@ -156,7 +160,7 @@ func TestSDKEndToEnd(t *testing.T) {
 		return ok && o.Kind == "delivered"
 	})
 	// The same target message again is a duplicate for the host.
-	if err := ch.Publish(ctx, connector.UserMessage{MessageID: "tg-1", Text: "hello there",
+	if _, err := ch.Publish(ctx, connector.UserMessage{MessageID: "tg-1", Text: "hello there",
 		Files: []connector.OutgoingFile{{Name: "note.txt", MimeType: "text/plain", Content: strings.NewReader("file content")}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +254,7 @@ func TestSDKRestartsDeliverPendingOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ch.Publish(ctxT(t), connector.UserMessage{MessageID: "while-away", Text: "are you there"}); err != nil {
+	if _, err := ch.Publish(ctxT(t), connector.UserMessage{MessageID: "while-away", Text: "are you there"}); err != nil {
 		t.Fatal(err)
 	}
 	// The connector restarts: a new server instance on the same store

@@ -137,7 +137,7 @@ func receiveFile(t *testing.T, th *testHost, fc *filesConnector, ucID, name, con
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ch.Publish(ctxT(t), connector.UserMessage{Text: "here", Files: []connector.OutgoingFile{{Name: name, MimeType: "text/plain", Content: strings.NewReader(content)}}}); err != nil {
+	if _, err := ch.Publish(ctxT(t), connector.UserMessage{Text: "here", Files: []connector.OutgoingFile{{Name: name, MimeType: "text/plain", Content: strings.NewReader(content)}}}); err != nil {
 		t.Fatal(err)
 	}
 	select {

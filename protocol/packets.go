@@ -175,12 +175,26 @@ type ToolProgressPayload struct {
 // complete business message. Connector to xAgent it is user input; xAgent to
 // Connector it is a final assistant message.
 type ChatMessagePayload struct {
-	MessageID  string     `json:"message_id"`
-	Text       string     `json:"text,omitempty"`
-	Files      []ChatFile `json:"files,omitempty"`
-	CreatedAt  int64      `json:"created_at,omitempty"`
+	MessageID string     `json:"message_id"`
+	Text      string     `json:"text,omitempty"`
+	Files     []ChatFile `json:"files,omitempty"`
+	CreatedAt int64      `json:"created_at,omitempty"`
+	// InReplyTo (xAgent to Connector only) is the message_id of the user
+	// message this assistant message answers; see ExtInReplyTo.
+	InReplyTo  string     `json:"x-in-reply-to,omitempty"`
 	Extensions Extensions `json:"-"`
 }
+
+// ExtInReplyTo is the member of an xAgent to Connector chat.message and
+// chat.message.delta payload that names the user message being answered
+// (its message_id in the same channel), so that a connector can answer in
+// that message's thread, topic or quote. IM v2 defines no field for it; it
+// is an xconn extension member, which the published schemas allow (no
+// object sets additionalProperties false) and which receivers that do not
+// know it must tolerate and should ignore (schemas section 0). The xconn
+// host sets it on every answer to a user message; it is absent on
+// proactive output and from other hosts.
+const ExtInReplyTo = "x-in-reply-to"
 
 // ChatFile is one file of a chat.message or message.push (IM v2 section 5.2).
 type ChatFile struct {
@@ -210,9 +224,11 @@ func (f *ChatFile) SourceURL() string {
 
 // ChatDeltaPayload is the payload of chat.message.delta (IM v2 section 6).
 type ChatDeltaPayload struct {
-	MessageID  string     `json:"message_id"`
-	Sequence   int64      `json:"sequence"`
-	Text       string     `json:"text"`
+	MessageID string `json:"message_id"`
+	Sequence  int64  `json:"sequence"`
+	Text      string `json:"text"`
+	// InReplyTo is the user message answered (ExtInReplyTo).
+	InReplyTo  string     `json:"x-in-reply-to,omitempty"`
 	Extensions Extensions `json:"-"`
 }
 

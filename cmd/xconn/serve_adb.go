@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connectors/adb"
 )
 
@@ -27,29 +28,16 @@ RSA prompt accepted). The connector talks to the ADB server at --adb-addr
 <--data>/adb (SQLite) or --store.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			lock, log, err := f.start(cmd, adb.CardID)
-			if err != nil {
-				return err
-			}
-			defer lock.Close()
-			sdk, err := f.sdkOptions("adb", log)
-			if err != nil {
-				return err
-			}
-			conn, err := adb.New(adb.Options{
-				SDK:     sdk,
-				ADBAddr: f.adbAddr,
+			var conn *adb.Connector
+			return f.serve(cmd, adb.CardID, "adb", func(sdk connector.Options) (*connector.Server, error) {
+				var err error
+				if conn, err = adb.New(adb.Options{SDK: sdk, ADBAddr: f.adbAddr}); err != nil {
+					return nil, err
+				}
+				return conn.Server(), nil
+			}, func(base string) string {
+				return fmt.Sprintf("Android connector\n  Base URL:  %s\n  ADB:       %s\n", base, conn.ADBAddr())
 			})
-			if err != nil {
-				return &exitError{code: 1, err: err}
-			}
-			ln, err := f.listenChecked()
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "Android connector\n  Base URL:  http://%s\n  ADB:       %s\n", serveDialable(ln.Addr()), conn.ADBAddr())
-			return serveConnector(cmd, conn.Server(), ln, f.apiKey, nil)
 		},
 	}
 	fs := cmd.Flags()

@@ -77,6 +77,34 @@ func (f *connFlags) sdkOptions(sub string, log *slog.Logger) (connector.Options,
 	return connector.Options{DataDir: dir, StoreDSN: f.storeDSN, APIKey: f.apiKey, PublicURL: f.publicURL, Logger: log}, nil
 }
 
+// serve runs the connector a "serve <connector>" command builds, the one
+// way every such command opens: start (the key, the log flags, --data
+// locked for owner, the connector's card id), the SDK options under
+// <--data>/sub, the connector built by build (an error exits 1), the
+// listener checked, the banner (given the Base URL) printed, then
+// serveConnector until the command's context ends.
+func (f *connFlags) serve(cmd *cobra.Command, owner, sub string, build func(sdk connector.Options) (*connector.Server, error), banner func(base string) string) error {
+	lock, log, err := f.start(cmd, owner)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	sdk, err := f.sdkOptions(sub, log)
+	if err != nil {
+		return err
+	}
+	srv, err := build(sdk)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	ln, err := f.listenChecked()
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(cmd.OutOrStdout(), banner("http://"+serveDialable(ln.Addr())))
+	return serveConnector(cmd, srv, ln, f.apiKey, nil)
+}
+
 // listenChecked listens on --listen and refuses, before anything is
 // printed, a non-loopback address without an API key (checkListenKey).
 // Errors exit 1.

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connectors/feishu"
 )
 
@@ -40,43 +42,21 @@ For Lark instead of Feishu, use --feishu-api-url ` + feishu.LarkAPIURL + `
 and --feishu-accounts-url ` + feishu.LarkAccountsURL + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			lock, log, err := f.start(cmd, feishu.CardID)
-			if err != nil {
-				return err
-			}
-			defer lock.Close()
-			sdk, err := f.sdkOptions("feishu", log)
-			if err != nil {
-				return err
-			}
-			conn, err := feishu.New(feishu.Options{
-				SDK:               sdk,
-				APIURL:            f.apiURL,
-				AccountsURL:       f.accountsURL,
-				Events:            f.events,
-				VerificationToken: f.verifyToken,
-				EncryptKey:        f.encryptKey,
-			})
-			if err != nil {
-				return &exitError{code: 1, err: err}
-			}
-			ln, err := f.listenChecked()
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			base := "http://" + serveDialable(ln.Addr())
-			events := "long connection per app"
-			if f.events == feishu.EventsWebhook {
-				pub := base
-				if f.publicURL != "" {
-					pub = f.publicURL
+			return f.serve(cmd, feishu.CardID, "feishu", func(sdk connector.Options) (*connector.Server, error) {
+				conn, err := feishu.New(feishu.Options{SDK: sdk, APIURL: f.apiURL, AccountsURL: f.accountsURL,
+					Events: f.events, VerificationToken: f.verifyToken, EncryptKey: f.encryptKey})
+				if err != nil {
+					return nil, err
 				}
-				events = "webhook at " + pub + feishu.WebhookPath
-			}
-			fmt.Fprintf(out, "Feishu connector\n  Base URL:  %s\n  Open API:  %s\n  Accounts:  %s\n  Events:    %s\n",
-				base, f.apiURL, f.accountsURL, events)
-			return serveConnector(cmd, conn.Server(), ln, f.apiKey, nil)
+				return conn.Server(), nil
+			}, func(base string) string {
+				events := "long connection per app"
+				if f.events == feishu.EventsWebhook {
+					events = "webhook at " + cmp.Or(f.publicURL, base) + feishu.WebhookPath
+				}
+				return fmt.Sprintf("Feishu connector\n  Base URL:  %s\n  Open API:  %s\n  Accounts:  %s\n  Events:    %s\n",
+					base, f.apiURL, f.accountsURL, events)
+			})
 		},
 	}
 	fs := cmd.Flags()

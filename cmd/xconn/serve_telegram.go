@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connectors/telegram"
 )
 
@@ -29,34 +31,15 @@ BotFather and the chat id the bot serves. State lives in <--data>/telegram
 honoured too).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			lock, log, err := f.start(cmd, telegram.CardID)
-			if err != nil {
-				return err
-			}
-			defer lock.Close()
-			sdk, err := f.sdkOptions("telegram", log)
-			if err != nil {
-				return err
-			}
-			conn, err := telegram.New(telegram.Options{
-				SDK:    sdk,
-				APIURL: f.apiURL,
-				Proxy:  f.proxy,
+			return f.serve(cmd, telegram.CardID, "telegram", func(sdk connector.Options) (*connector.Server, error) {
+				conn, err := telegram.New(telegram.Options{SDK: sdk, APIURL: f.apiURL, Proxy: f.proxy})
+				if err != nil {
+					return nil, err
+				}
+				return conn.Server(), nil
+			}, func(base string) string {
+				return fmt.Sprintf("Telegram connector\n  Base URL:  %s\n  Bot API:   %s\n", base, cmp.Or(f.apiURL, telegram.DefaultAPIURL))
 			})
-			if err != nil {
-				return &exitError{code: 1, err: err}
-			}
-			ln, err := f.listenChecked()
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			api := f.apiURL
-			if api == "" {
-				api = telegram.DefaultAPIURL
-			}
-			fmt.Fprintf(out, "Telegram connector\n  Base URL:  http://%s\n  Bot API:   %s\n", serveDialable(ln.Addr()), api)
-			return serveConnector(cmd, conn.Server(), ln, f.apiKey, nil)
 		},
 	}
 	fs := cmd.Flags()

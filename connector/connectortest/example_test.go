@@ -87,7 +87,7 @@ func Example() {
 
 	// The target says something; the host receives and accepts it.
 	sch, _ := srv.Channel(ch)
-	_ = sch.Publish(ctx, connector.UserMessage{MessageID: "t-1", Text: "hello from the target"})
+	_, _ = sch.Publish(ctx, connector.UserMessage{MessageID: "t-1", Text: "hello from the target"})
 	m, err := c.ExpectMessage(ctx, ch, 0)
 	if err != nil {
 		log.Fatal(err)

@@ -328,7 +328,7 @@ func TestExpectAndAckPublishedMessage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sch.Publish(ctx, connector.UserMessage{MessageID: id, Text: text}); err != nil {
+		if _, err := sch.Publish(ctx, connector.UserMessage{MessageID: id, Text: text}); err != nil {
 			t.Fatal(err)
 		}
 	}

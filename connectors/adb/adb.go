@@ -1,6 +1,7 @@
 package adb
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -162,30 +163,20 @@ func New(opts Options) (*Connector, error) {
 		srv:         srv,
 		adb:         client,
 		log:         srv.Logger(),
-		cmdTimeout:  or(opts.CommandTimeout, DefaultCommandTimeout),
-		shotTimeout: or(opts.ScreenshotTimeout, DefaultScreenshotTimeout),
-		poll:        or(opts.PollInterval, DefaultPollInterval),
-		grace:       or(opts.DisconnectGrace, DefaultDisconnectGrace),
-		shotTTL:     or(opts.ScreenshotTTL, DefaultScreenshotTTL),
-		maxShots:    opts.MaxScreenshots,
+		cmdTimeout:  cmp.Or(max(opts.CommandTimeout, 0), DefaultCommandTimeout),
+		shotTimeout: cmp.Or(max(opts.ScreenshotTimeout, 0), DefaultScreenshotTimeout),
+		poll:        cmp.Or(max(opts.PollInterval, 0), DefaultPollInterval),
+		grace:       cmp.Or(max(opts.DisconnectGrace, 0), DefaultDisconnectGrace),
+		shotTTL:     cmp.Or(max(opts.ScreenshotTTL, 0), DefaultScreenshotTTL),
+		maxShots:    cmp.Or(max(opts.MaxScreenshots, 0), DefaultMaxScreenshots),
 	}
 	if opts.DisconnectGrace < 0 {
 		c.grace = 0
-	}
-	if c.maxShots <= 0 {
-		c.maxShots = DefaultMaxScreenshots
 	}
 	if err := c.register(); err != nil {
 		return nil, fmt.Errorf("adb: %w", err)
 	}
 	return c, nil
-}
-
-func or(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // register adds the flow, the client, the watcher and the tools.

@@ -12,9 +12,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
+	"path"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/xconn/xconn/connector"
 )
 
 // APIError is a Feishu Open Platform failure: the HTTP status and the
@@ -70,14 +73,14 @@ type cachedToken struct {
 	expires time.Time
 }
 
-// openAPI is the REST client of the Open Platform, shared by every app:
-// a tenant token cache per app_id (bounded by maxTokens), the 99991663
-// retry and the 429 wait.
+// openAPI is the REST client of the Open Platform over the HTTP client of
+// the SDK's TargetAPI, shared by every app: a tenant token cache per
+// app_id (bounded by maxTokens), the 99991663 retry and the 429 wait.
 type openAPI struct {
-	base         string
-	hc           *http.Client
-	timeout      time.Duration
-	maxRetryWait time.Duration
+	base    string
+	hc      *http.Client
+	timeout time.Duration
+	rl      connector.RateLimit
 
 	// redact adds a fetched tenant token to the server's redaction set,
 	// so that it is scrubbed from logs, acks and results should any path
@@ -196,12 +199,18 @@ type envelope struct {
 }
 
 // call runs an authenticated API call: a 99991663-class answer is
-// retried once with a fresh token; a 429 (or 99991400) is waited out once
-// when x-ogw-ratelimit-reset is at most maxRetryWait, else returned with
-// RetryAfter. body builds the request body each attempt.
+// retried once with a fresh token; a frequency limit (HTTP 429 or
+// 99991400) is a *connector.RateLimitError with x-ogw-ratelimit-reset,
+// waited out by rl when it is short enough. body builds the request body
+// each attempt.
 func (a *openAPI) call(ctx context.Context, c cred, op, method, path string, body func() ([]byte, string, error), out any) error {
-	fresh, waited := false, false
-	for {
+	return a.rl.Do(ctx, func(ctx context.Context) error {
+		return a.callOnce(ctx, c, op, method, path, body, out)
+	})
+}
+
+func (a *openAPI) callOnce(ctx context.Context, c cred, op, method, path string, body func() ([]byte, string, error), out any) error {
+	for fresh := false; ; fresh = true {
 		tok, err := a.tenantToken(ctx, c, fresh)
 		if err != nil {
 			return err
@@ -227,22 +236,13 @@ func (a *openAPI) call(ctx context.Context, c cred, op, method, path string, bod
 			return nil
 		}
 		ae := &APIError{Op: op, Status: status, Code: env.Code, Msg: env.Msg}
-		if s := h.Get("x-ogw-ratelimit-reset"); s != "" {
-			if n, err := strconv.Atoi(s); err == nil && n >= 0 {
-				ae.RetryAfter = time.Duration(n) * time.Second
-			}
-		}
+		ae.RetryAfter, _ = connector.ParseRetryAfter(h.Get("x-ogw-ratelimit-reset"), time.Now())
 		switch {
 		case tokenInvalid(env.Code) && !fresh:
 			a.forget(c.AppID)
-			fresh = true
 			continue
-		case (status == http.StatusTooManyRequests || env.Code == 99991400) && !waited && ae.RetryAfter <= a.maxRetryWait:
-			waited = true
-			if !sleep(ctx, ae.RetryAfter) {
-				return ctx.Err()
-			}
-			continue
+		case status == http.StatusTooManyRequests || env.Code == 99991400:
+			return &connector.RateLimitError{RetryAfter: ae.RetryAfter, Err: ae}
 		}
 		return ae
 	}
@@ -325,6 +325,25 @@ func (a *openAPI) uploadImage(ctx context.Context, c cred, name string, open fun
 	return out.ImageKey, err
 }
 
+// fileType is the file_type of an upload (§6.6) by extension.
+func fileType(name string) string {
+	switch strings.ToLower(path.Ext(name)) {
+	case ".opus":
+		return "opus"
+	case ".mp4":
+		return "mp4"
+	case ".pdf":
+		return "pdf"
+	case ".doc", ".docx":
+		return "doc"
+	case ".xls", ".xlsx":
+		return "xls"
+	case ".ppt", ".pptx":
+		return "ppt"
+	}
+	return "stream"
+}
+
 // uploadFile uploads a file (§6.6) and returns its key.
 func (a *openAPI) uploadFile(ctx context.Context, c cred, fileType, name string, open func() (io.ReadCloser, error)) (string, error) {
 	var out struct {
@@ -385,27 +404,3 @@ func textContent(text string) string {
 	b, _ := json.Marshal(map[string]string{"text": text})
 	return string(b)
 }
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(max(d, 50*time.Millisecond))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// trimTo cuts s to at most n bytes on a rune boundary.
-func trimTo(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,14 +1,12 @@
 package feishu
 
 import (
-	"context"
+	"cmp"
 	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/xconn/xconn/connector"
@@ -48,20 +46,16 @@ const (
 	WebhookPath = "/feishu/events"
 )
 
-// Defaults of Options.
+// Defaults and limits of Options; the stream's and the Open Platform
+// client's are the SDK's (connector.DefaultEditInterval,
+// DefaultMaxStreams, DefaultStreamTTL, DefaultRequestTimeout,
+// DefaultMaxRetryWait).
 const (
-	DefaultRequestTimeout = 30 * time.Second
-	DefaultMaxRetryWait   = 10 * time.Second
-	// DefaultEditInterval is the least time between two edits of a
-	// streamed message (Feishu allows 5 QPS per chat, §8).
-	DefaultEditInterval = time.Second
 	// DefaultMaxFileBytes bounds one inbound file (Feishu serves up to
 	// 100 MB, §6.7; the SDK's upload limit is lower).
 	DefaultMaxFileBytes = 30 << 20
-	DefaultMaxStreams   = 256
-	DefaultStreamTTL    = 10 * time.Minute
-	// MaxStreamEdits is the edits a stream may use: Feishu allows 20 per
-	// message (§6.3); one is kept for the final.
+	// MaxStreamEdits is the edits a stream's deltas may use: Feishu allows
+	// 20 per message (§6.3); one is kept for the final.
 	MaxStreamEdits = 19
 	// MaxTextBytes is the longest text sent as one message (Feishu's text
 	// limit is 150 KB of request body, §6.1); longer texts are split.
@@ -108,16 +102,6 @@ type Options struct {
 	// MaxRetryWait is the longest x-ogw-ratelimit-reset waited out inside
 	// one call (default 10 s); a longer one fails the call as retryable.
 	MaxRetryWait time.Duration
-	// EditInterval is the least time between two edits of a streamed
-	// message (default 1 s).
-	EditInterval time.Duration
-	// MaxFileBytes bounds one inbound file (default 30 MiB); a larger
-	// one is named in the text instead.
-	MaxFileBytes int64
-	// MaxStreams and StreamTTL bound the streamed messages being edited
-	// (defaults 256 and 10 min).
-	MaxStreams int
-	StreamTTL  time.Duration
 	// Events is how Feishu delivers events: EventsLongConn ("" too) or
 	// EventsWebhook.
 	Events string
@@ -129,6 +113,20 @@ type Options struct {
 	// bodies are decrypted with it and every signed request's
 	// X-Lark-Signature is checked. Empty accepts only plaintext events.
 	EncryptKey string
+	// MaxFileBytes bounds one inbound file (default 30 MiB); a larger
+	// one is named in the text instead.
+	MaxFileBytes int64
+
+	// Streamed replies: EditInterval is the least time between two edits
+	// of a streamed message (default 1 s; Feishu allows 5 QPS per chat,
+	// §8); MaxStreams and StreamTTL bound the streamed messages being
+	// edited (defaults 256 and 10 min), and the final of a stream dropped
+	// from them still edits its message, found in the channel's durable
+	// record.
+	EditInterval time.Duration
+	MaxStreams   int
+	StreamTTL    time.Duration
+
 	// AppName is the name of apps created by feishu_qr_create_app
 	// (default DefaultRegistrationName).
 	AppName string
@@ -140,14 +138,16 @@ type Options struct {
 // channels are each bound to one Feishu app. Create it with New and run
 // Server. Safe for concurrent use.
 type Connector struct {
-	srv          *connector.Server
+	srv *connector.Server
+	// The SDK's handles of the Open Platform side: the REST client, the
+	// long connections (one per app), the channels' clients and the
+	// replies' stream.
 	api          *openAPI
 	apps         *connector.Consumers[string, binding]
 	clients      *connector.Clients[binding, *appClient]
+	stream       *connector.EditStream[string]
 	log          *slog.Logger
-	editInterval time.Duration
 	maxFileBytes int64
-	streams      *streams
 	// accounts is the accounts host of the QR registration.
 	accounts string
 	// events is EventsLongConn or EventsWebhook; verifyToken and
@@ -166,20 +166,6 @@ type Connector struct {
 // form, the per-channel client, one long connection per app_id, the send
 // tool and the IM v2 handlers.
 func New(opts Options) (*Connector, error) {
-	base := strings.TrimRight(opts.APIURL, "/")
-	if base == "" {
-		base = DefaultAPIURL
-	}
-	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("feishu: Options.APIURL must be an absolute http(s) URL, got %q", opts.APIURL)
-	}
-	accounts := strings.TrimRight(opts.AccountsURL, "/")
-	if accounts == "" {
-		accounts = DefaultAccountsURL
-	}
-	if u, err := url.Parse(accounts); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("feishu: Options.AccountsURL must be an absolute http(s) URL, got %q", opts.AccountsURL)
-	}
 	switch opts.Events {
 	case "", EventsLongConn:
 		opts.Events = EventsLongConn
@@ -187,50 +173,52 @@ func New(opts Options) (*Connector, error) {
 	default:
 		return nil, fmt.Errorf("feishu: Options.Events must be %q or %q, got %q", EventsLongConn, EventsWebhook, opts.Events)
 	}
-	tr := opts.Transport
-	if tr == nil {
-		tr = http.DefaultTransport.(*http.Transport).Clone()
-	}
 	sdk := opts.SDK
 	sdk.Identity, sdk.Card, sdk.Skill = identity, nil, Skill()
 	srv, err := connector.New(sdk)
 	if err != nil {
 		return nil, fmt.Errorf("feishu: %w", err)
 	}
+	api, err := srv.TargetAPI(connector.TargetAPIOptions{BaseURL: opts.APIURL, DefaultURL: DefaultAPIURL, Field: "Options.APIURL",
+		Transport: opts.Transport, Timeout: opts.RequestTimeout, MaxRetryWait: opts.MaxRetryWait})
+	if err != nil {
+		return nil, fmt.Errorf("feishu: %w", err)
+	}
+	accounts, err := srv.TargetAPI(connector.TargetAPIOptions{BaseURL: opts.AccountsURL, DefaultURL: DefaultAccountsURL,
+		Field: "Options.AccountsURL", Transport: api.Client.Transport})
+	if err != nil {
+		return nil, fmt.Errorf("feishu: %w", err)
+	}
 	c := &Connector{
 		srv: srv,
-		api: &openAPI{base: base, timeout: or(opts.RequestTimeout, DefaultRequestTimeout), maxRetryWait: or(opts.MaxRetryWait, DefaultMaxRetryWait),
-			hc:     &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-			tokens: map[string]cachedToken{}, redact: srv.Redact},
+		// Wait out one frequency limit (x-ogw-ratelimit-reset) per call.
+		api: &openAPI{base: api.BaseURL, hc: api.Client, timeout: api.Timeout,
+			rl: connector.RateLimit{MaxWait: api.RateLimit.MaxWait, Attempts: 2}, tokens: map[string]cachedToken{}, redact: srv.Redact},
 		log:          srv.Logger(),
-		editInterval: or(opts.EditInterval, DefaultEditInterval),
-		maxFileBytes: opts.MaxFileBytes,
-		streams:      newStreams(opts.MaxStreams, opts.StreamTTL),
-		accounts:     accounts,
+		maxFileBytes: cmp.Or(max(opts.MaxFileBytes, 0), DefaultMaxFileBytes),
+		accounts:     accounts.BaseURL,
 		events:       opts.Events,
 		verifyToken:  opts.VerificationToken,
 		encryptKey:   opts.EncryptKey,
-		appName:      opts.AppName,
-		qrTTL:        or(opts.QRTTL, DefaultQRTTL),
+		appName:      cmp.Or(opts.AppName, DefaultRegistrationName),
+		qrTTL:        cmp.Or(max(opts.QRTTL, 0), DefaultQRTTL),
 		webhookSlots: make(chan struct{}, maxWebhookInFlight),
 	}
-	if c.appName == "" {
-		c.appName = DefaultRegistrationName
+	// Replies go through the SDK's EditStream, to where the message they
+	// answer was written: the text (edited into the streamed message when
+	// there is one; split beyond MaxTextBytes), then each file. Every call
+	// carries a Feishu uuid (idempotent for an hour, §6.1), which covers a
+	// crash between a send and its record.
+	c.stream, err = connector.NewEditStream(connector.EditStreamOptions[string]{
+		Send: c.streamSend, Edit: c.streamEdit, SendFile: c.streamFile, Classify: c.deliveryError,
+		Limit: textLimit, MaxEdits: MaxStreamEdits + 1, Interval: opts.EditInterval, MaxStreams: opts.MaxStreams, TTL: opts.StreamTTL})
+	if err == nil {
+		err = c.register()
 	}
-	if c.maxFileBytes <= 0 {
-		c.maxFileBytes = DefaultMaxFileBytes
-	}
-	if err := c.register(); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("feishu: %w", err)
 	}
 	return c, nil
-}
-
-func or(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 func (c *Connector) register() error {
@@ -257,16 +245,15 @@ func (c *Connector) register() error {
 				Description: "Scan the code with the Feishu app and confirm: Feishu creates a bot app with the scopes and the message event this connector needs, and binds it."},
 			Issue: c.issueQR, Poll: c.pollQR, TTL: c.qrTTL, PollInterval: 2 * time.Second}),
 		errClients,
-		connector.AddTool(c.srv, ToolSend, c.sendTool, connector.ToolOptions{
+		connector.AddSendTool(c.srv, ToolSend, c.stream, sendArgs, connector.ToolOptions{
 			Title:       "Send a Feishu Message",
 			Description: "Send text, and optionally one file, to the channel's default Feishu chat (the latest direct chat with the bot).",
 			Profile:     protocol.ProfileIMv2,
 			SideEffect:  true,
 		}),
 	}
-	c.srv.OnAssistantMessage(c.onMessage)
-	c.srv.OnAssistantDelta(c.onDelta)
-	c.srv.OnClose(func(context.Context) error { c.api.hc.CloseIdleConnections(); return nil })
+	c.srv.OnAssistantMessage(c.stream.Final)
+	c.srv.OnAssistantDelta(c.stream.Delta)
 	return errors.Join(errs...)
 }
 

@@ -19,7 +19,8 @@ import (
 const (
 	// seenKey holds the message_ids already published (durable dedupe).
 	seenKey = "feishu.seen"
-	// lastKey is the latest inbound message: what a final answers.
+	// lastKey is the latest inbound message: where proactive output (and
+	// an answer whose reply context is gone) goes.
 	lastKey = "feishu.last"
 	// chatKey is the default chat: the latest p2p chat (the tool's target).
 	chatKey = "feishu.chat"
@@ -66,7 +67,8 @@ type mention struct {
 	} `json:"id"`
 }
 
-// lastMessage is what a final answers (lastKey).
+// lastMessage is where an answer goes: the reply context of each inbound
+// message (the SDK keeps it per message id), and the latest one (lastKey).
 type lastMessage struct {
 	MessageID string `json:"message_id"`
 	ChatID    string `json:"chat_id"`
@@ -143,22 +145,27 @@ func (c *Connector) publishOn(ctx context.Context, mb connector.Member[binding],
 	if strings.TrimSpace(text) == "" && len(files) == 0 {
 		return nil
 	}
-	um := connector.UserMessage{MessageID: msg.MessageID, Text: text, Files: files, CreatedAt: msTime(msg.CreateTime)}
-	if err := ch.Publish(ctx, um); err != nil {
+	here := lastMessage{MessageID: msg.MessageID, ChatID: msg.ChatID, ChatType: msg.ChatType}
+	um := connector.UserMessage{MessageID: msg.MessageID, Text: text, Files: files, CreatedAt: msTime(msg.CreateTime),
+		ReplyContext: here} // its answer goes here, whatever comes meanwhile
+	isNew, err := ch.Publish(ctx, um)
+	if err != nil {
 		if perr := protocol.AsError(err); perr != nil && perr.Code == protocol.CodeConnectionNotAuthenticated {
 			return nil
 		}
 		return err
 	}
-	// The message is in the durable outbox: remember it and its chat.
+	// The message is in the durable outbox: remember it and, when it is
+	// new, its chat.
 	seen = append(seen, msg.MessageID)
 	if len(seen) > maxSeen {
 		seen = seen[len(seen)-maxSeen:]
 	}
-	var errs []error
-	errs = append(errs, ch.SaveState(ctx, seenKey, seen),
-		ch.SaveState(ctx, lastKey, lastMessage{MessageID: msg.MessageID, ChatID: msg.ChatID, ChatType: msg.ChatType}))
-	if p2p {
+	errs := []error{ch.SaveState(ctx, seenKey, seen)}
+	if isNew {
+		errs = append(errs, ch.SaveState(ctx, lastKey, here))
+	}
+	if isNew && p2p {
 		errs = append(errs, ch.SaveState(ctx, chatKey, defaultChat{ChatID: msg.ChatID, OpenID: ev.Event.Sender.SenderID.OpenID}))
 	}
 	if err := errors.Join(errs...); err != nil {

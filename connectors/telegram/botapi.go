@@ -21,16 +21,18 @@ import (
 // maxResponseBytes bounds one Bot API JSON answer (100 updates fit easily).
 const maxResponseBytes = 8 << 20
 
-// botAPI is a small client of the Telegram Bot API over net/http, shared
-// by every channel and poller of a Connector: one http.Client (proxy,
-// connection pool), one base URL. Every method takes the bot token; the
-// token appears only in request URLs, and every error that leaves botAPI
-// is free of it (see transportError). Safe for concurrent use.
+// botAPI is a small client of the Telegram Bot API over the HTTP client
+// of the SDK's TargetAPI (the proxy, the connection pool, no redirects),
+// shared by every channel and poller of a Connector: one base URL, the
+// request timeout and the flood-control wait. Every method takes the bot
+// token; the token appears only in request URLs, and every error that
+// leaves botAPI is free of it (see transportError). Safe for concurrent
+// use.
 type botAPI struct {
-	base         string // e.g. "https://api.telegram.org", no trailing slash
-	hc           *http.Client
-	timeout      time.Duration // per request, long polls excepted
-	maxRetryWait time.Duration // longest 429 retry_after waited in a call
+	base    string // e.g. "https://api.telegram.org", no trailing slash
+	hc      *http.Client
+	timeout time.Duration       // per request, long polls excepted
+	rl      connector.RateLimit // 429 retry_after waited in a call
 }
 
 // APIError is a refusal of the Bot API: its error_code (the HTTP status),
@@ -106,48 +108,23 @@ type response struct {
 }
 
 // call POSTs params as JSON to method and decodes the result into out
-// (nil ignores it). A 429 whose retry_after is at most maxRetryWait is
+// (nil ignores it). A 429 whose retry_after is at most the wait's MaxWait is
 // waited out and the call repeated (Telegram did not process it); longer
-// ones, and every other refusal, are returned as *APIError.
+// ones come back as a *connector.RateLimitError around the *APIError, and
+// every other refusal as an *APIError.
 func (a *botAPI) call(ctx context.Context, token, method string, params, out any) error {
 	body, err := json.Marshal(params)
 	if err != nil {
 		return fmt.Errorf("telegram: %s: encode: %w", method, err)
 	}
-	return a.retry(ctx, method, func(ctx context.Context) error {
+	return a.rl.Do(ctx, func(ctx context.Context) error {
 		return a.do(ctx, token, method, "application/json", bytes.NewReader(body), out)
 	})
 }
 
-// retry runs one Bot API request, waiting out short flood-control pauses.
-func (a *botAPI) retry(ctx context.Context, method string, req func(context.Context) error) error {
-	for attempt := 0; ; attempt++ {
-		err := req(ctx)
-		var ae *APIError
-		if !errors.As(err, &ae) || ae.Code != http.StatusTooManyRequests || attempt >= 3 ||
-			ae.RetryAfter > a.maxRetryWait {
-			return err
-		}
-		wait := max(ae.RetryAfter, 100*time.Millisecond)
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-			return err
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-	}
-}
-
-// maxRetryAfter caps parameters.retry_after, in seconds (one day).
-const maxRetryAfter = 24 * 60 * 60
-
 // do sends one request and decodes its answer.
 func (a *botAPI) do(ctx context.Context, token, method, contentType string, body io.Reader, out any) error {
-	if _, ok := ctx.Deadline(); !ok && method != "getUpdates" {
+	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, a.timeout)
 		defer cancel()
@@ -179,7 +156,10 @@ func (a *botAPI) do(ctx context.Context, token, method, contentType string, body
 		if r.Parameters != nil && r.Parameters.RetryAfter > 0 {
 			// Capped: a huge value would overflow into a negative wait,
 			// and the poller would then ask again at once, in a loop.
-			e.RetryAfter = time.Duration(min(r.Parameters.RetryAfter, maxRetryAfter)) * time.Second
+			e.RetryAfter = time.Duration(min(r.Parameters.RetryAfter, int(connector.MaxRetryAfter/time.Second))) * time.Second
+		}
+		if e.Code == http.StatusTooManyRequests {
+			return &connector.RateLimitError{RetryAfter: e.RetryAfter, Err: e} // flood control
 		}
 		return e
 	}
@@ -198,7 +178,7 @@ func (a *botAPI) do(ctx context.Context, token, method, contentType string, body
 // a pipe; its writer goroutine ends before upload returns.
 func (a *botAPI) upload(ctx context.Context, token, method string, fields map[string]string, field, filename, mimeType string,
 	open func() (io.ReadCloser, error), out any) error {
-	return a.retry(ctx, method, func(ctx context.Context) error {
+	return a.rl.Do(ctx, func(ctx context.Context) error {
 		pr, pw := io.Pipe()
 		mw := multipart.NewWriter(pw)
 		done := make(chan struct{})

@@ -21,23 +21,28 @@
 // the offset is saved in the channel state, so neither a failed push nor
 // a restart loses or replays a message.
 //
-// Outbound: a final reply is sent with sendMessage in parts of at most
-// 4,096 UTF-16 units, then its files with sendPhoto, sendVideo, sendAudio
-// or sendDocument; the progress of each message is kept in the channel
-// state, so a retried message resumes after its last sent part. A
+// Outbound: replies go through the SDK's EditStream. A final reply is sent
+// with sendMessage in parts of at most 4,096 UTF-16 units (never cutting
+// an emoji or a code block, connector.TextLimit), then its files with
+// sendPhoto, sendVideo, sendAudio or sendDocument; each part done is
+// recorded, so a retried message resumes after its last sent part. A
 // streamed reply posts a message on its first delta and edits it at most
 // once per EditInterval; its final edits it into the complete text (or
-// posts it, if the message cannot be edited any more); when posting or
-// editing a delta fails, the stream stops and the final carries the text.
-// Delta state is bounded: at most MaxStreams messages (default 256), each
-// dropped StreamTTL (default 10 min) after its last delta, checked on
-// every delta. chat.activity thinking and tool become the "typing" chat
-// action (at most every 4 s; Telegram clears it after ~5 s). The SDK acks
-// accepted only after every Bot API call succeeded; flood control (429,
-// whose retry_after is waited out up to MaxRetryWait), 5xx and network
-// failures reject retryable, other refusals not. A token Telegram refuses
-// (401) moves the channel to revoked, with a Descriptor push; on restore
-// such a channel becomes expired.
+// posts it, if Telegram cannot edit the message any more); when posting or
+// editing a delta fails, the stream stops (flood control only pauses it)
+// and the final carries the text. The posted message is recorded durably
+// once, so a final redelivered after a restart edits it. Delta state is
+// bounded: at most MaxStreams messages (default 256), each dropped
+// StreamTTL (default 10 min) after its last delta. In a supergroup with
+// forum topics, a reply goes to the topic of the message it answers (the
+// SDK's reply context and the host's x-in-reply-to). chat.activity
+// thinking and tool become the "typing" chat action (at most every 4 s;
+// Telegram clears it after ~5 s). The SDK acks accepted only after every
+// Bot API call succeeded; flood control (429, whose retry_after is waited
+// out up to MaxRetryWait), 5xx and network failures reject retryable,
+// other refusals not. A token Telegram refuses (401) moves the channel to
+// revoked, with a Descriptor push; on restore such a channel becomes
+// expired.
 //
 // Tool telegram_message_send sends text, and optionally a file given as
 // an upload reference, to the bound chat.

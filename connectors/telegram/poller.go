@@ -60,8 +60,13 @@ func (c *Connector) poll(ctx context.Context, token string, m *connector.Members
 			case errors.As(err, &ae) && ae.Code == http.StatusConflict:
 				return fmt.Errorf("telegram: getUpdates conflict: a webhook is set for the bot, or another program polls it: %w", err)
 			case errors.As(err, &ae) && ae.Code == http.StatusTooManyRequests:
-				if !sleep(ctx, ae.RetryAfter) {
-					return nil
+				// Flood control longer than a call waits: the poller
+				// waits it all (capped at a day), or until it stops.
+				if werr := (connector.RateLimit{MaxWait: connector.MaxRetryAfter}).Wait(ctx, err); werr != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return werr
 				}
 				continue
 			}
@@ -78,17 +83,6 @@ func (c *Connector) poll(ctx context.Context, token string, m *connector.Members
 			offset = u.UpdateID + 1
 			c.saveOffset(ctx, m, offset)
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(max(d, 100*time.Millisecond))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 
@@ -153,10 +147,13 @@ func (c *Connector) deliver(ctx context.Context, token string, m *connector.Memb
 	var errs []error
 	for _, ch := range targets {
 		um := connector.UserMessage{MessageID: id, Text: text, CreatedAt: time.Unix(msg.Date, 0)}
+		if msg.IsTopicMessage && msg.MessageThreadID != 0 {
+			um.ReplyContext = replyTo{Thread: msg.MessageThreadID} // answered in its forum topic
+		}
 		for _, f := range files {
 			um.Files = append(um.Files, connector.OutgoingFile{Name: f.name, MimeType: f.mime, Type: f.typ, Content: bytes.NewReader(f.data)})
 		}
-		if err := ch.Publish(ctx, um); err != nil {
+		if _, err := ch.Publish(ctx, um); err != nil {
 			if perr := protocol.AsError(err); perr != nil && perr.Code == protocol.CodeConnectionNotAuthenticated {
 				continue // signed out meanwhile: nobody to deliver to
 			}

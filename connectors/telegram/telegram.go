@@ -1,14 +1,12 @@
 package telegram
 
 import (
-	"context"
+	"cmp"
 	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,16 +33,13 @@ const (
 	DefaultAPIURL = "https://api.telegram.org"
 )
 
-// Defaults of Options.
+// Defaults and limits of Options; the stream's and the Bot API client's
+// are the SDK's (connector.DefaultEditInterval, DefaultMaxStreams,
+// DefaultStreamTTL, DefaultRequestTimeout, DefaultMaxRetryWait).
 const (
-	DefaultPollTimeout    = 25 * time.Second
-	DefaultRequestTimeout = 30 * time.Second
-	DefaultMaxRetryWait   = 10 * time.Second
-	DefaultEditInterval   = time.Second
+	DefaultPollTimeout = 25 * time.Second
 	// DefaultMaxFileBytes is the Bot API's download limit for bots (20 MB).
 	DefaultMaxFileBytes = 20 << 20
-	DefaultMaxStreams   = 256
-	DefaultStreamTTL    = 10 * time.Minute
 	// MaxTextLen is Telegram's message length limit, in UTF-16 code units;
 	// longer texts are sent as several messages.
 	MaxTextLen = 4096
@@ -91,25 +86,29 @@ type Options struct {
 	// Transport, when set, replaces the HTTP transport (Proxy is then
 	// ignored).
 	Transport http.RoundTripper
-	// PollTimeout is the getUpdates long-polling timeout (default 25 s).
-	PollTimeout time.Duration
-	// RequestTimeout bounds every other Bot API request (default 30 s).
+	// RequestTimeout bounds every Bot API request but getUpdates
+	// (default 30 s).
 	RequestTimeout time.Duration
 	// MaxRetryWait is the longest flood-control pause (429 retry_after)
 	// waited out inside one delivery (default 10 s); a longer one rejects
 	// the message as retryable.
 	MaxRetryWait time.Duration
-	// EditInterval is the least time between two edits of a streamed
-	// message (default 1 s); deltas in between are shown by the next edit.
-	EditInterval time.Duration
-	// MaxFileBytes bounds one inbound file (default 20 MB, the Bot API's
-	// own limit); a larger one is announced in the text instead.
+
+	// Inbound: PollTimeout is the getUpdates long-polling timeout
+	// (default 25 s); MaxFileBytes bounds one inbound file (default 20 MB,
+	// the Bot API's own limit), a larger one is announced in the text.
+	PollTimeout  time.Duration
 	MaxFileBytes int64
-	// MaxStreams and StreamTTL bound the streamed messages being edited
-	// (defaults 256 and 10 min); an evicted stream's final is sent as a
-	// new message only if its target message is unknown.
-	MaxStreams int
-	StreamTTL  time.Duration
+
+	// Streamed replies: EditInterval is the least time between two edits
+	// of a streamed message (default 1 s; deltas in between are shown by
+	// the next edit); MaxStreams and StreamTTL bound the streamed messages
+	// being edited (defaults 256 and 10 min), and the final of a stream
+	// dropped from them still edits its message, found in the channel's
+	// durable record.
+	EditInterval time.Duration
+	MaxStreams   int
+	StreamTTL    time.Duration
 }
 
 // Connector is the Telegram connector: an SDK Connector Server whose
@@ -117,83 +116,60 @@ type Options struct {
 // and run Server (Server().ListenAndServe or Serve, or Start, ServeHTTP
 // and Close). Safe for concurrent use.
 type Connector struct {
-	srv          *connector.Server
-	api          *botAPI
-	bots         *connector.Consumers[string, binding]
-	clients      *connector.Clients[binding, *chatClient]
-	log          *slog.Logger
+	srv *connector.Server
+	log *slog.Logger
+	// The SDK's handles of the Bot API side: the client, the pollers
+	// (one per token), the channels' clients and the replies' stream.
+	api     *botAPI
+	bots    *connector.Consumers[string, binding]
+	clients *connector.Clients[binding, *chatClient]
+	stream  *connector.EditStream[int64]
+	// Inbound knobs.
 	pollTimeout  time.Duration
-	editInterval time.Duration
 	maxFileBytes int64
-	streams      *streams
-	typingMu     sync.Mutex
-	typing       map[string]time.Time // channel → last typing action (bounded by the channels)
+	// typing holds the last typing action per channel (bounded by the
+	// channels).
+	typingMu sync.Mutex
+	typing   map[string]time.Time
 }
 
 // New builds the Telegram connector on the SDK: the telegram_bot_binding
 // form, the per-channel client, one getUpdates poller per bot token, the
 // send tool and the IM v2 handlers.
 func New(opts Options) (*Connector, error) {
-	base := strings.TrimRight(opts.APIURL, "/")
-	if base == "" {
-		base = DefaultAPIURL
-	}
-	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("telegram: Options.APIURL must be an absolute http(s) URL, got %q", opts.APIURL)
-	}
-	tr := opts.Transport
-	var proxySecret string
-	if tr == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		if opts.Proxy != "" {
-			pu, err := url.Parse(opts.Proxy)
-			if err != nil || pu.Host == "" {
-				return nil, errors.New("telegram: Options.Proxy must be a URL such as socks5://127.0.0.1:1080 or http://proxy:3128")
-			}
-			switch pu.Scheme {
-			case "http", "https", "socks5", "socks5h":
-			default:
-				return nil, fmt.Errorf("telegram: proxy scheme %q: want http, https, socks5 or socks5h", pu.Scheme)
-			}
-			proxySecret, _ = pu.User.Password()
-			t.Proxy = http.ProxyURL(pu)
-		} else {
-			t.Proxy = http.ProxyFromEnvironment
-		}
-		tr = t
-	}
 	sdk := opts.SDK
 	sdk.Identity, sdk.Card, sdk.Skill = identity, nil, Skill()
 	srv, err := connector.New(sdk)
 	if err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
-	srv.Redact(proxySecret)
+	api, err := srv.TargetAPI(connector.TargetAPIOptions{BaseURL: opts.APIURL, DefaultURL: DefaultAPIURL, Field: "Options.APIURL",
+		Proxy: opts.Proxy, Transport: opts.Transport, Timeout: opts.RequestTimeout, MaxRetryWait: opts.MaxRetryWait})
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %w", err)
+	}
 	c := &Connector{
-		srv: srv,
-		api: &botAPI{base: base, timeout: or(opts.RequestTimeout, DefaultRequestTimeout), maxRetryWait: or(opts.MaxRetryWait, DefaultMaxRetryWait),
-			hc: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}},
+		srv:          srv,
+		api:          &botAPI{base: api.BaseURL, hc: api.Client, timeout: api.Timeout, rl: api.RateLimit},
 		log:          srv.Logger(),
-		pollTimeout:  or(opts.PollTimeout, DefaultPollTimeout),
-		editInterval: or(opts.EditInterval, DefaultEditInterval),
-		maxFileBytes: opts.MaxFileBytes,
-		streams:      newStreams(opts.MaxStreams, opts.StreamTTL),
+		pollTimeout:  cmp.Or(max(opts.PollTimeout, 0), DefaultPollTimeout),
+		maxFileBytes: cmp.Or(max(opts.MaxFileBytes, 0), DefaultMaxFileBytes),
 		typing:       map[string]time.Time{},
 	}
-	if c.maxFileBytes <= 0 {
-		c.maxFileBytes = DefaultMaxFileBytes
+	// Replies go through the SDK's EditStream: text parts of at most
+	// MaxTextLen (the first edited into the streamed message, if any),
+	// then each file, in the topic of the message they answer; the SDK
+	// acks accepted only after every Bot API call succeeded.
+	c.stream, err = connector.NewEditStream(connector.EditStreamOptions[int64]{
+		Send: c.streamSend, Edit: c.streamEdit, SendFile: c.streamFile, Classify: c.deliveryError,
+		Limit: textLimit, Interval: opts.EditInterval, MaxStreams: opts.MaxStreams, TTL: opts.StreamTTL})
+	if err == nil {
+		err = c.register()
 	}
-	if err := c.register(); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
 	return c, nil
-}
-
-func or(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // register adds the flow, the client, the poller, the tool and the IM
@@ -210,17 +186,16 @@ func (c *Connector) register() error {
 		connector.AddForm(c.srv, FlowBot, c.signIn, connector.FlowOptions{Title: "Bind a Telegram Bot", Default: true,
 			Description: "The bot's token from BotFather and the chat the bot serves."}),
 		errClients,
-		connector.AddTool(c.srv, ToolSend, c.sendTool, connector.ToolOptions{
+		connector.AddSendTool(c.srv, ToolSend, c.stream, sendArgs, connector.ToolOptions{
 			Title:       "Send a Telegram Message",
 			Description: "Send text, and optionally one file, to the Telegram chat bound to the current channel.",
 			Profile:     protocol.ProfileIMv2,
 			SideEffect:  true,
 		}),
 	}
-	c.srv.OnAssistantMessage(c.onMessage)
-	c.srv.OnAssistantDelta(c.onDelta)
+	c.srv.OnAssistantMessage(c.stream.Final)
+	c.srv.OnAssistantDelta(c.stream.Delta)
 	c.srv.OnActivity(c.onActivity)
-	c.srv.OnClose(func(context.Context) error { c.api.hc.CloseIdleConnections(); return nil })
 	return errors.Join(errs...)
 }
 

@@ -43,19 +43,23 @@ type fileObject struct {
 
 // Message is an inbound message (Update.message, Update.channel_post).
 type Message struct {
-	MessageID int64        `json:"message_id"`
-	Date      int64        `json:"date"`
-	Chat      Chat         `json:"chat"`
-	From      *User        `json:"from"`
-	Text      string       `json:"text"`
-	Caption   string       `json:"caption"`
-	Photo     []fileObject `json:"photo"`
-	Document  *fileObject  `json:"document"`
-	Voice     *fileObject  `json:"voice"`
-	Audio     *fileObject  `json:"audio"`
-	Video     *fileObject  `json:"video"`
-	VideoNote *fileObject  `json:"video_note"`
-	Animation *fileObject  `json:"animation"`
+	MessageID int64 `json:"message_id"`
+	// MessageThreadID and IsTopicMessage name the forum topic of a
+	// message in a supergroup with topics.
+	MessageThreadID int64        `json:"message_thread_id"`
+	IsTopicMessage  bool         `json:"is_topic_message"`
+	Date            int64        `json:"date"`
+	Chat            Chat         `json:"chat"`
+	From            *User        `json:"from"`
+	Text            string       `json:"text"`
+	Caption         string       `json:"caption"`
+	Photo           []fileObject `json:"photo"`
+	Document        *fileObject  `json:"document"`
+	Voice           *fileObject  `json:"voice"`
+	Audio           *fileObject  `json:"audio"`
+	Video           *fileObject  `json:"video"`
+	VideoNote       *fileObject  `json:"video_note"`
+	Animation       *fileObject  `json:"animation"`
 }
 
 // Update is one getUpdates item.

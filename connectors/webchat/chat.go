@@ -69,7 +69,7 @@ func (c *Connector) postUserMessage(ctx context.Context, channel, text string, f
 		msg.Files = []connector.OutgoingFile{{Name: file.Filename, MimeType: mt, Type: ft, Content: content}}
 		ev.Files = []FileEvent{fe}
 	}
-	if err := ch.Publish(ctx, msg); err != nil {
+	if _, err := ch.Publish(ctx, msg); err != nil {
 		return MessageEvent{}, fmt.Errorf("webchat: publish: %w", err)
 	}
 	return ev, nil

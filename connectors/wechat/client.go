@@ -1,6 +1,7 @@
 package wechat
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -134,9 +135,21 @@ func (cl *Client) remember(ctx context.Context, user, token string) error {
 	return nil
 }
 
-// peer returns who a reply goes to: the latest sender, else the owner,
-// with that peer's latest context_token ("" when none is known).
-func (cl *Client) peer(ctx context.Context) (user, token string, err error) {
+// replyTo is the reply context of an inbound message (the SDK keeps it per
+// message, UserMessage.ReplyContext): who wrote it, and so who its answer
+// goes to.
+type replyTo struct {
+	User string `json:"user"`
+}
+
+// peer returns who a reply goes to: the sender of the message it answers
+// (inReplyTo), else the latest sender, else the owner, with that peer's
+// latest context_token ("" when none is known).
+func (cl *Client) peer(ctx context.Context, inReplyTo string) (user, token string, err error) {
+	var rt replyTo
+	if _, err := cl.ch.LoadReplyContext(ctx, inReplyTo, &rt); err != nil {
+		return "", "", fmt.Errorf("wechat: load reply context: %w", err)
+	}
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	var ps peerState
@@ -146,10 +159,7 @@ func (cl *Client) peer(ctx context.Context) (user, token string, err error) {
 	if ps.Bot != cl.b.BotID {
 		ps = peerState{}
 	}
-	user = ps.Last
-	if user == "" {
-		user = cl.b.OwnerID
-	}
+	user = cmp.Or(rt.User, ps.Last, cl.b.OwnerID)
 	for _, p := range ps.Peers {
 		if p.User == user {
 			token = p.Context

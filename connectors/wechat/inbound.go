@@ -224,7 +224,10 @@ func (c *Connector) deliver(ctx context.Context, ch *connector.Channel, msgs []w
 		if um.Text == "" && len(um.Files) == 0 {
 			continue // nothing this connector can show (tool items, empty)
 		}
-		if err := ch.Publish(ctx, um); err != nil {
+		if wm.FromUserID != "" {
+			um.ReplyContext = replyTo{User: wm.FromUserID} // its answer goes to its sender
+		}
+		if _, err := ch.Publish(ctx, um); err != nil {
 			return fmt.Errorf("wechat: publish: %w", err)
 		}
 		if wm.FromUserID != "" {

@@ -47,8 +47,8 @@ type outProgress struct {
 	Done int    `json:"done"`
 }
 
-// onMessage sends a final assistant message to the peer it answers: the
-// caption first, then one sendmessage per file (§9). WeChat cannot edit a
+// onMessage sends a final assistant message to the peer it answers (the
+// sender of the message InReplyTo names): the caption first, then one sendmessage per file (§9). WeChat cannot edit a
 // sent message, so no delta handler is registered and the SDK buffers
 // deltas into this final.
 func (c *Connector) onMessage(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
@@ -62,7 +62,7 @@ func (c *Connector) onMessage(ctx context.Context, ch *connector.Channel, m *con
 	if _, err := ch.LoadProgress(ctx, m.MessageID, &pr); err != nil {
 		return connector.Temporary(fmt.Errorf("wechat: load progress: %w", err))
 	}
-	if _, err = cl.run(ctx, steps, &pr); err != nil {
+	if _, err = cl.run(ctx, m.InReplyTo, steps, &pr); err != nil {
 		return err
 	}
 	if err := ch.ClearProgress(ctx, m.MessageID); err != nil {
@@ -71,9 +71,10 @@ func (c *Connector) onMessage(ctx context.Context, ch *connector.Channel, m *con
 	return nil
 }
 
-// run sends steps from pr.Done on, saving progress after each.
-func (cl *Client) run(ctx context.Context, steps []step, pr *outProgress) ([]string, error) {
-	to, token, err := cl.peer(ctx)
+// run sends steps from pr.Done on, to the sender of the message inReplyTo
+// answers (see peer), saving progress after each.
+func (cl *Client) run(ctx context.Context, inReplyTo string, steps []step, pr *outProgress) ([]string, error) {
+	to, token, err := cl.peer(ctx, inReplyTo)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +267,7 @@ func (c *Connector) toolSend(ctx context.Context, call *connector.Call, in SendI
 	if in.File != nil && in.File.File != nil {
 		files = append(files, *in.File.File)
 	}
-	ids, err := cl.run(ctx, cl.steps(in.Text, files), &outProgress{})
+	ids, err := cl.run(ctx, "", cl.steps(in.Text, files), &outProgress{})
 	if err != nil {
 		msg := "sending to WeChat failed"
 		if perr := protocol.AsError(err); perr != nil && perr.Message != "" {

@@ -58,7 +58,7 @@ func (c *Connector) onActivity(ctx context.Context, ch *connector.Channel, a con
 		cl.stopTyping()
 		return nil
 	}
-	user, token, err := cl.peer(ctx)
+	user, token, err := cl.peer(ctx, "")
 	if err != nil {
 		return nil
 	}

@@ -193,7 +193,7 @@ func TestUploadReferenceArgument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ch.Publish(ctx, connector.UserMessage{Text: "please archive this scan",
+	if _, err := ch.Publish(ctx, connector.UserMessage{Text: "please archive this scan",
 		Files: []connector.OutgoingFile{{Name: "scan.png", MimeType: "image/png", Content: bytes.NewReader(img)}}}); err != nil {
 		t.Fatalf("publish: %v", err)
 	}

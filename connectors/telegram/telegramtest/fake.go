@@ -82,6 +82,9 @@ type Sent struct {
 	// first: a message sent once and never edited has none.
 	Edits []string
 	File  *SentFile
+	// ThreadID is the forum topic the bot posted in (message_thread_id;
+	// 0: the chat's general thread).
+	ThreadID int64
 }
 
 // File kinds of SendFile, as the Bot API names the Message fields.
@@ -251,6 +254,13 @@ func (s *Server) Pending(token string) int {
 // returns the message's message_id.
 func (s *Server) SendText(token string, chatID int64, text string) int64 {
 	return s.userMessage(token, chatID, map[string]any{"text": text})
+}
+
+// SendTextInThread makes the user of chat write text in the forum topic
+// threadID (a supergroup with topics: the message has message_thread_id
+// and is_topic_message) and returns the message's message_id.
+func (s *Server) SendTextInThread(token string, chatID, threadID int64, text string) int64 {
+	return s.userMessage(token, chatID, map[string]any{"text": text, "message_thread_id": threadID, "is_topic_message": true})
 }
 
 // SendFile makes the user of chat send a file of kind (KindPhoto, ...)
@@ -618,11 +628,12 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, b *botState,
 func utf16Len(s string) int { return len(utf16.Encode([]rune(s))) }
 
 // post records a bot message in chat and returns its Message object.
-func (s *Server) post(b *botState, c *Chat, method, text string, f *SentFile) map[string]any {
+func (s *Server) post(b *botState, c *Chat, method, text string, f *SentFile, thread string) map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextMsg++
 	m := &Sent{MessageID: s.nextMsg, BotID: b.bot.ID, Method: method, Text: text, File: f}
+	m.ThreadID, _ = strconv.ParseInt(thread, 10, 64)
 	list := s.sent[c.ID]
 	if len(list) >= MaxSent {
 		list = list[1:]
@@ -630,6 +641,9 @@ func (s *Server) post(b *botState, c *Chat, method, text string, f *SentFile) ma
 	s.sent[c.ID] = append(list, m)
 	out := map[string]any{"message_id": m.MessageID, "date": time.Now().Unix(), "chat": chatJSON(c),
 		"from": map[string]any{"id": b.bot.ID, "is_bot": true, "first_name": b.bot.FirstName, "username": b.bot.Username}}
+	if m.ThreadID != 0 {
+		out["message_thread_id"], out["is_topic_message"] = m.ThreadID, true
+	}
 	if f == nil {
 		out["text"] = text
 	} else {
@@ -651,7 +665,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, b *botState, p map[string]st
 	case utf16Len(text) > MaxTextLen:
 		fail(w, apiError{code: 400, desc: "Bad Request: message is too long"})
 	default:
-		reply(w, s.post(b, c, "sendMessage", text, nil))
+		reply(w, s.post(b, c, "sendMessage", text, nil, p["message_thread_id"]))
 	}
 }
 
@@ -720,7 +734,7 @@ func (s *Server) sendFile(w http.ResponseWriter, r *http.Request, b *botState, m
 		return
 	}
 	f := &SentFile{Field: field, Name: fh.Filename, MimeType: fh.Header.Get("Content-Type"), Data: data}
-	reply(w, s.post(b, c, method, p["caption"], f))
+	reply(w, s.post(b, c, method, p["caption"], f, p["message_thread_id"]))
 }
 
 func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {

@@ -63,7 +63,8 @@ func runInboundAt(ctx context.Context, cfg Config, e *env, n int) (Result, error
 		}
 	}
 	send := func(ctx context.Context, p int, key string) error {
-		return chans[p].Publish(ctx, connector.UserMessage{MessageID: "msg_" + key, Text: chatText(key, cfg.MessageSize)})
+		_, err := chans[p].Publish(ctx, connector.UserMessage{MessageID: "msg_" + key, Text: chatText(key, cfg.MessageSize)})
+		return err
 	}
 	d.bind(ids)
 	return r.chatRow(ctx, cfg, e, d, "inbound/"+strconv.Itoa(n), len(chans), send)

@@ -128,7 +128,7 @@ func runFiles(ctx context.Context, cfg Config, e *env) ([]Result, error) {
 	}
 	resetPeakRSS()
 	m, err = medianOf(cfg.FileRuns, func(i int) error {
-		err := ch.Publish(ctx, connector.UserMessage{MessageID: "file-" + strconv.Itoa(i), Text: "file",
+		_, err := ch.Publish(ctx, connector.UserMessage{MessageID: "file-" + strconv.Itoa(i), Text: "file",
 			Files: []connector.OutgoingFile{{Name: "download.bin", MimeType: "application/octet-stream",
 				Content: io.LimitReader(zeroReader{}, cfg.FileSize)}}})
 		if err != nil {
