@@ -1,0 +1,130 @@
+//go:build unix
+
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Texts of the crash scenario's messages.
+const (
+	crashBefore = "before the crash"
+	crashHeld   = "an answer that streams while the connector dies"
+	crashDown   = "written while the connector is down"
+	crashAfter  = "after the crash"
+)
+
+// runCrash is the crash scenario of Run: the connector runs in a child
+// process of test (the test binary run again), dies by SIGKILL in the
+// middle of a streamed answer and starts again on the same data directory
+// and address; every message is answered exactly once.
+func runCrash(t *testing.T, tg Target, test string) {
+	ln, lf := listenerFile(t)
+	url := "http://" + ln.Addr().String()
+	f := tg.Fake(t, url)
+	if f == nil {
+		t.Fatal("e2e: Target.Fake returned nil")
+	}
+	if !f.isChat() {
+		t.Skip("not a chat target: the Fake has no Say and Said")
+	}
+	cfg := childConfig{Test: test, DataDir: t.TempDir(), Fake: f.Addr, URL: url, APIKey: tg.APIKey}
+	logs := &Logs{}
+	var secrets Secrets
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the connector's processes logged:\n%s", logs.String())
+		}
+	})
+	var want []string
+	var h *Host
+	var leftover func(string) bool // a partial answer the crash may leave
+	if f.PartialAfterCrash {
+		leftover = partialOf(reply(crashHeld))
+	}
+	t.Cleanup(func() {
+		if !t.Failed() && !f.Volatile {
+			expectExactly(t, f, want, leftover) // nothing came late
+		}
+		if f.Secrets != nil {
+			secrets = secrets.With(f.Secrets()...)
+		}
+		secrets.Check(t, "the connector's logs", logs.String())
+		if h != nil {
+			h.CheckSecrets(t, secrets)
+		}
+	})
+
+	proc := startChild(t, cfg, lf, logs)
+	proc.waitServing(t, url, tg.APIKey)
+	card, s := cardSecrets(t, url, tg)
+	secrets = s
+	agent := newHoldAgent(crashHeld)
+	h = StartHost(t, HostOptions{Agent: agent, Secrets: secrets})
+	t.Cleanup(agent.release) // before the host closes
+	cardID := h.AdmitConnector(url, tg.APIKey)
+	if _, err := h.SignIn(t.Context(), "alice", cardID, signInOf(card, tg)); err != nil {
+		t.Fatalf("sign-in: %v", err)
+	}
+	expectOneReply(t, f, h, crashBefore)
+	want = append(want, reply(crashBefore))
+
+	// The answer to crashHeld starts streaming; the connector dies in it.
+	f.say(t, crashHeld)
+	select {
+	case <-agent.streaming:
+	case <-time.After(Wait):
+		t.Fatalf("the agent's answer to %q did not start within %v", crashHeld, Wait)
+	}
+	held := reply(crashHeld)
+	if f.Streams {
+		Eventually(t, "the partial answer on the target", func() bool {
+			for _, s := range f.Posted(t) {
+				if partialOf(held)(s) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	proc.kill(t)
+	Eventually(t, "the host sees the connector die", func() bool { return !h.Online(cardID) })
+	if f.Connected != nil {
+		Eventually(t, "the dead connector's connection to the target closes", func() bool { return !f.Connected() })
+	}
+	if f.Volatile {
+		want = nil
+	}
+	want = append(want, held)
+	if f.SayWhileDown {
+		f.say(t, crashDown)
+		want = append(want, reply(crashDown))
+	}
+	// The host ended the agent's handler with the socket, or kept it: the
+	// answer is finished now (its final waits in the host's outbox) or given
+	// again to the redelivered message after the restart, with the same
+	// message_id.
+	agent.release()
+
+	proc = startChild(t, cfg, lf, logs)
+	proc.waitServing(t, url, tg.APIKey)
+	Eventually(t, "the host reconnects", func() bool { return h.Online(cardID) })
+	Eventually(t, "the answers held by the crash on the target", func() bool {
+		got := f.Posted(t)
+		return Count(got, held) > 0 && (!f.SayWhileDown || Count(got, reply(crashDown)) > 0)
+	})
+	// The channel's messages are delivered in order, both ways: once this
+	// one is answered and acknowledged, nothing earlier is still on its way.
+	expectOneReply(t, f, h, crashAfter)
+	want = append(want, reply(crashAfter))
+	expectExactly(t, f, want, leftover)
+	proc.stop(t)
+}
+
+// partialOf returns whether a text is a proper, non-empty beginning of
+// answer: what a streamed answer shows before its final.
+func partialOf(answer string) func(string) bool {
+	return func(s string) bool { return s != "" && s != answer && strings.HasPrefix(answer, s) }
+}
