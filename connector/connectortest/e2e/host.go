@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/xconn/xconn/connector/connectortest"
 	"github.com/xconn/xconn/host"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
@@ -61,17 +61,13 @@ type ackKey struct {
 // when tb ends.
 func StartHost(tb testing.TB, opts HostOptions) *Host {
 	tb.Helper()
-	dir := tb.TempDir()
-	db, err := store.Open(context.Background(), "sqlite:"+filepath.Join(dir, "host.db"), store.Options{DataDir: dir})
-	if err != nil {
-		tb.Fatalf("e2e: host store: %v", err)
-	}
-	tb.Cleanup(func() { _ = db.Close() })
+	db := connectortest.NewStore(tb) // a SQLite store, as the connector's
 	if opts.Agent == nil {
 		opts.Agent = host.Echo{}
 	}
 	h := &Host{Logs: &Logs{}, tb: tb, secrets: opts.Secrets, acks: map[ackKey]int{}}
-	h.Host, err = host.New(host.Options{Store: db, Delivery: db, Agent: opts.Agent, FilesDir: filepath.Join(dir, "files"),
+	var err error
+	h.Host, err = host.New(host.Options{Store: db, Delivery: db, Agent: opts.Agent, FilesDir: tb.TempDir(),
 		Logger: h.Logs.Logger(), ReconnectMin: 50 * time.Millisecond, ReconnectMax: 250 * time.Millisecond,
 		OnPacket: func(dir protocol.Direction, cardID string, env *protocol.Envelope) {
 			h.observe(dir, env)
