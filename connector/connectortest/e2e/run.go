@@ -17,8 +17,8 @@ import (
 // Run is a connector's standard end-to-end test against its fake target,
 // as subtests of t:
 //
-//   - conformance: the conformance suite signed in with t.SignIn, the
-//     fake's Say as its inbound hook and t.Tool as its tool; every MUST
+//   - conformance: the conformance suite signed in with tg.SignIn, the
+//     fake's Say as its inbound hook and tg.Tool as its tool; every MUST
 //     passes and nothing is skipped that the Card declares;
 //   - host: a real host (package host) with the echo agent answers a
 //     message a person writes exactly once; a refused sign-in leaves no
@@ -28,16 +28,18 @@ import (
 //   - crash: the connector runs in a child process (this test binary run
 //     again), is killed with SIGKILL while an answer streams to it, and
 //     starts again on the same data directory and address: every message
-//     is answered exactly once and none is lost;
+//     is answered exactly once, none is lost, and no partial answer stays
+//     on the target (unless Fake.PartialAfterCrash);
 //   - wire: the assistant side over a bare data-plane client (activity,
 //     deltas, finals, a file uploaded through the transfer plane, their
 //     acks, an unknown tool, a refused sign-in).
 //
 // In every scenario the secrets (the API key, the secret fields of the
-// sign-in inputs, t.Secrets) must not appear in any log line of the
-// connector or the host, in any packet the connector sends (Descriptors,
-// acks, errors) or in a refusal. The chat scenarios are skipped for a
-// target whose Fake has no Say and Said.
+// sign-in inputs, tg.Secrets, what Fake.Secrets returns) must not appear
+// in the Card, in any log line of the connector or the host, in any packet
+// the connector sends (Descriptors, acks, errors, tool results) or in a
+// refusal. The host and crash scenarios are skipped for a target whose
+// Fake has no Say and Said (a device).
 //
 // The test that calls Run must call nothing else that matters: in the
 // child process of the crash scenario the same test runs again and Run
