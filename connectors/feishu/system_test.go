@@ -51,10 +51,10 @@ func p2pChat(tb testing.TB, _ string) *e2e.Fake {
 		Said:      func(context.Context) ([]string, error) { return texts(f.Sent(testChat)), nil },
 		Connected: func() bool { return f.Connected(testApp) },
 		Secrets:   func() e2e.Secrets { return e2e.Secrets(f.IssuedTokens()) },
-		Streams:   true,
-		// As for Telegram: the answer streamed again after a crash starts
-		// a new message (onDelta keeps streams in memory only).
-		PartialAfterCrash: true,
+		// The answer streamed again after a crash sends its first delta
+		// with the same uuid, which Feishu dedupes: the message posted
+		// before the crash is the one edited, and no partial stays.
+		Streams: true,
 		// The suite invokes the tool before its Inbound hook, when there is
 		// no default chat yet: the call is answered with an error, and the
 		// text is sent at most once.

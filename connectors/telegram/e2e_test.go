@@ -42,10 +42,12 @@ func aliceChat(tb testing.TB, _ string) *e2e.Fake {
 		// getUpdates keeps what Alice writes while the connector is down.
 		SayWhileDown: true,
 		Streams:      true,
-		// The answer streamed again after a crash starts a new message:
-		// onDelta keeps streams in memory only, so the message posted
-		// before the crash stays as it was (the final is still posted
-		// once).
+		// The answer streamed again after a crash (the host's agent answers
+		// the redelivered message anew: same message_id, deltas from 1)
+		// posts a new message: onDelta looks up streams in memory only,
+		// not in the durable record onMessage reads, so the message posted
+		// before the crash keeps its partial text. The final is still
+		// posted once.
 		PartialAfterCrash: true,
 		// The suite's tool call and its repeat (same tool_call_id) post once.
 		Conformance: func(t *testing.T, _ *conformance.Report) {

@@ -79,7 +79,8 @@ type browser struct {
 	done   chan struct{}
 
 	mu      sync.Mutex
-	entered bool
+	joined  bool              // the person is in the room (since the first post)
+	entered bool              // the connector knows the browser's session
 	ids     []string          // assistant message ids, first seen first
 	text    map[string]string // their latest text
 }
@@ -124,7 +125,7 @@ func (b *browser) say(ctx context.Context, text string) error {
 	}
 }
 
-// leave forgets that the browser entered the room.
+// leave forgets the browser's session, as a restarted connector did.
 func (b *browser) leave() {
 	b.mu.Lock()
 	b.entered = false
@@ -150,7 +151,7 @@ func (b *browser) enter(ctx context.Context) error {
 		return fmt.Errorf("enter room: %s", res.Status)
 	}
 	b.mu.Lock()
-	b.entered = true
+	b.joined, b.entered = true, true
 	b.mu.Unlock()
 	return nil
 }
@@ -171,9 +172,9 @@ func (b *browser) read(ctx context.Context) {
 	defer close(b.done)
 	for ctx.Err() == nil {
 		b.mu.Lock()
-		entered := b.entered
+		joined := b.joined
 		b.mu.Unlock()
-		if entered {
+		if joined && b.enter(ctx) == nil { // again after a restart
 			b.stream(ctx)
 		}
 		select {
@@ -192,9 +193,7 @@ func (b *browser) stream(ctx context.Context) {
 	}
 	defer res.Body.Close()
 	if res.StatusCode == http.StatusUnauthorized {
-		// A restarted connector forgot the room's session: enter again.
-		b.leave()
-		_ = b.enter(ctx)
+		b.leave() // a restarted connector forgot the room's session
 		return
 	}
 	if res.StatusCode != http.StatusOK {
