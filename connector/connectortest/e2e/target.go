@@ -67,8 +67,10 @@ type Fake struct {
 	// account, oldest first, each as it reads now (after edits).
 	Said func(ctx context.Context) ([]string, error)
 	// Streams says that the connector shows an answer while it streams
-	// (posts the first delta, then edits): before the crash the kit waits
-	// for the partial answer to show.
+	// (posts the first delta, then edits): before the kill the crash
+	// scenario waits for the partial answer to show and lets the answer
+	// stream on until an edit shows, proof that the connector recorded its
+	// stream (if no edit shows, a partial left behind is tolerated).
 	Streams bool
 	// PartialAfterCrash tolerates, in the crash scenario only, the partial
 	// answer that the killed stream left on the target (it is logged
