@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -123,12 +122,6 @@ func runCrash(t *testing.T, tg Target, test string) {
 	proc.stop(t)
 }
 
-// partialOf returns whether a text is a proper, non-empty beginning of
-// answer: what a streamed answer shows before its final.
-func partialOf(answer string) func(string) bool {
-	return func(s string) bool { return s != "" && s != answer && strings.HasPrefix(answer, s) }
-}
-
 // StepWait is how long the crash scenario waits for the partial answer to
 // grow after each further delta, before it lets out the next.
 const StepWait = 200 * time.Millisecond
@@ -154,16 +147,4 @@ func growStream(t *testing.T, f *Fake, agent *holdAgent, answer string) bool {
 		}
 	}
 	return false
-}
-
-// longestPartial returns the longest text of posted that is a partial
-// answer, or "".
-func longestPartial(posted []string, answer string) string {
-	longest := ""
-	for _, s := range posted {
-		if partialOf(answer)(s) && len(s) > len(longest) {
-			longest = s
-		}
-	}
-	return longest
 }
