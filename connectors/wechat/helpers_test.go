@@ -61,12 +61,7 @@ func build(mod func(*wechat.Options)) e2e.NewFunc {
 func newRig(t *testing.T, fo wechattest.Options, mod func(*wechat.Options)) *rig {
 	t.Helper()
 	r := &rig{t: t, fake: startFake(t, fo)}
-	r.Conn = e2e.Start(t, e2e.Config{APIKey: apiKey, Fake: fakeAddr(r.fake)}, build(mod))
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("connector log:\n%s", r.Logs.String())
-		}
-	})
+	r.Conn = e2e.Start(t, e2e.Config{APIKey: apiKey, Fake: fakeAddr(r.fake)}, build(mod)) // logs shown on failure
 	return r
 }
 

@@ -146,6 +146,9 @@ func (c *Conn) Stop() {
 	}
 	c.done = nil
 	c.cfg.Secrets.With(c.APIKey).Check(c.tb, "the connector's logs", c.Logs.String())
+	if c.tb.Failed() {
+		c.tb.Logf("the connector logged:\n%s", c.Logs.String())
+	}
 }
 
 // Restart stops the connector and starts it again, built anew, on the same

@@ -88,6 +88,9 @@ func StartHost(tb testing.TB, opts HostOptions) *Host {
 			tb.Errorf("e2e: host close: %v", err)
 		}
 		h.CheckSecrets(tb, h.secrets)
+		if tb.Failed() {
+			tb.Logf("the host logged:\n%s", h.Logs.String())
+		}
 	})
 	return h
 }

@@ -190,7 +190,9 @@ func expectOneReply(t *testing.T, f *Fake, h *Host, text string) {
 	want := reply(text)
 	toHost, toConn := h.Acks(protocol.ToHost, protocol.AckAccepted), h.Acks(protocol.ToConnector, protocol.AckAccepted)
 	f.say(t, text)
-	Eventually(t, fmt.Sprintf("%q on the target", want), func() bool { return Count(f.Posted(t), want) > 0 })
+	var got []string
+	waitFor(t, func() bool { got = f.Posted(t); return Count(got, want) > 0 },
+		func() string { return fmt.Sprintf("%q on the target, which shows %q", want, got) })
 	Eventually(t, "the host accepts the message and the connector the reply", func() bool {
 		return h.Acks(protocol.ToConnector, protocol.AckAccepted) > toConn && h.Acks(protocol.ToHost, protocol.AckAccepted) > toHost
 	})

@@ -19,10 +19,16 @@ const PollInterval = 10 * time.Millisecond
 // fails tb (Fatalf, naming what) when it has not within Wait.
 func Eventually(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
+	waitFor(tb, cond, func() string { return what })
+}
+
+// waitFor is Eventually with a description made when it fails.
+func waitFor(tb testing.TB, cond func() bool, what func() string) {
+	tb.Helper()
 	deadline := time.Now().Add(Wait)
 	for !cond() {
 		if time.Now().After(deadline) {
-			tb.Fatalf("not within %v: %s", Wait, what)
+			tb.Fatalf("not within %v: %s", Wait, what())
 		}
 		time.Sleep(PollInterval)
 	}
