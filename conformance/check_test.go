@@ -63,6 +63,7 @@ func TestBrokenFixtures(t *testing.T) {
 		{fixture.WrongHealthBuild, []string{"health.build"}},
 		{fixture.NoSubprotocol, []string{"ws.subprotocol", "ws.subprotocol-required"}},
 		{fixture.AcceptOldVersion, []string{"ws.hello-version-old"}},
+		{fixture.RejectNewerVersion, []string{"ws.hello-version-newer"}},
 		// Forgetting accepted messages loses both the duplicate and the
 		// conflict answer.
 		{fixture.NoDuplicate, []string{"imv2.ack-duplicate", "imv2.ack-conflict"}},
@@ -91,7 +92,13 @@ func TestBrokenFixtures(t *testing.T) {
 		{fixture.NoQRRefresh, []string{"auth.qr-refresh"}},
 		{fixture.RehelloAccepted, []string{"ws.hello-connector-id-mismatch", "ws.hello-connector-id-mismatch-code"}},
 		{fixture.ServeOtherChannel, []string{"transfer.download-other-channel"}},
-		{fixture.NoToolIdempotency, []string{"tool.idempotency"}},
+		// Keyed by tool_call_id alone: the call without one runs twice
+		// too, but the repeat of the keyed one is still answered.
+		{fixture.NoToolIdempotency, []string{"tool.idempotency", "tool.idempotency-request-id"}},
+		{fixture.NoRequestIDIdempotency, []string{"tool.idempotency-request-id"}},
+		// The chat packets of the other checks carry no request_id, as in
+		// IM v2's examples: only the one that sends one sees it dropped.
+		{fixture.NoChatRequestID, []string{"envelope.request-id", "imv2.ack-request-id"}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.brk), func(t *testing.T) {

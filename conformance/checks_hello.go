@@ -74,9 +74,36 @@ func probeHelloRejections(ctx context.Context, s *session, r *recorder) {
 			r.check(v.ids[1], code == v.wantErr, "error code "+v.wantErr, describe(f, err), packet)
 		}
 	}
+	if r.want("ws.hello-version-newer") {
+		probeNewerHello(ctx, s, r)
+	}
 	if r.any("ws.hello-connector-id-mismatch", "ws.hello-connector-id-mismatch-code") {
 		probeRehello(ctx, s, r)
 	}
+}
+
+// probeNewerHello sends a hello with protocol_version 3.1: a 3.0 Connector
+// answers it with its own version (section 12), so that a newer xAgent,
+// whose window admits 3.0, can use it.
+func probeNewerHello(ctx context.Context, s *session, r *recorder) {
+	const id = "ws.hello-version-newer"
+	c, _, err := s.dial(ctx, []string{protocol.Subprotocol}, s.opts.APIKey)
+	if err != nil {
+		r.skip(id, "the /ws handshake failed: "+err.Error())
+		return
+	}
+	defer s.track(c).close()
+	p := s.helloPayload("")
+	p.ProtocolVersion = "3.1"
+	f, err := c.request(ctx, c.newEnvelope(protocol.TypeHello, "", p))
+	actual := describe(f, err)
+	var ack protocol.HelloAckPayload
+	ok := err == nil && f.env.Type == protocol.TypeHelloAck && f.env.Error == nil && f.env.DecodePayload(&ack) == nil
+	if ok {
+		actual = fmt.Sprintf("connector.hello.ack with protocol_version %q", ack.ProtocolVersion)
+	}
+	ok = ok && ack.ProtocolVersion == s.card.ProtocolVersion
+	r.check(id, ok, "connector.hello.ack with the Card's protocol_version "+s.card.ProtocolVersion, actual, s.redact(string(f.data)))
 }
 
 // probeRehello completes hello on two connections, then sends a second

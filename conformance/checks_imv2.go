@@ -73,6 +73,21 @@ func probeIMv2Chat(ctx context.Context, s *session, r *recorder) {
 	r.check("imv2.ack-accepted", ok && a.Status == protocol.AckAccepted, "chat.message.ack accepted with reply_to "+env.PacketID+" and message_id "+m1.MessageID, got, s.redact(string(f.data)))
 	accepted := ok && a.Status == protocol.AckAccepted
 
+	if r.want("imv2.ack-request-id") {
+		// The suite's chat packets carry no request_id, as in IM v2's
+		// examples; an xAgent may still set one, and section 7 has the
+		// Connector return it unchanged.
+		m := protocol.ChatMessagePayload{MessageID: "conf-" + tag + "-request-id", Text: "xconn conformance check: a final with a request_id"}
+		env := c.newEnvelope(protocol.TypeChatMessage, s.channelID, m)
+		env.RequestID = "req_conf_chat_" + tag
+		f, err := c.request(ctx, env)
+		ok := err == nil && f.env.ReplyTo == env.PacketID && f.env.RequestID == env.RequestID
+		got := describe(f, err)
+		if err == nil {
+			got = fmt.Sprintf("%s with request_id %q, reply_to %q", f.env.Type, f.env.RequestID, f.env.ReplyTo)
+		}
+		r.check("imv2.ack-request-id", ok, "chat.message.ack with request_id "+env.RequestID+" and reply_to "+env.PacketID, got, s.redact(string(f.data)))
+	}
 	if r.want("imv2.ack-duplicate") {
 		if !accepted {
 			r.skip("imv2.ack-duplicate", "the first message was not accepted")

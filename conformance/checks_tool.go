@@ -36,7 +36,9 @@ func (s *session) invokeArgs(ch string) json.RawMessage {
 // runner has skipped tool.invoke already (capability tool-selected). The
 // tool.progress.push packets of that call are judged by
 // tool.progress-push; with arguments given (side-effect-tool-selected) the
-// call is repeated once with the same tool_call_id for tool.idempotency.
+// call is repeated once with the same tool_call_id for tool.idempotency,
+// and made once more without context and repeated with the same
+// request_id for tool.idempotency-request-id.
 func probeToolInvoke(ctx context.Context, s *session, r *recorder) {
 	if !needPrimary(s, r) {
 		return
@@ -86,22 +88,12 @@ func probeToolInvoke(ctx context.Context, s *session, r *recorder) {
 	if r.want("tool.idempotency") {
 		if first.f.env.Error != nil {
 			r.skip("tool.idempotency", "the first invocation failed with "+first.f.env.Error.Code+": a repeat shows nothing")
-			return
+		} else {
+			s.judgeRepeat(r, "tool.idempotency", first, s.invokeOnce(ctx, c, tool.ToolID, callID))
 		}
-		again := s.invokeOnce(ctx, c, tool.ToolID, callID)
-		switch {
-		case again.err != nil:
-			r.fail("tool.idempotency", "tool.invoke.ack for the repeated call", again.err.Error(), "")
-		case again.f.env.Type != protocol.TypeToolInvokeAck:
-			r.fail("tool.idempotency", "tool.invoke.ack for the repeated call", describe(again.f, nil), s.redact(string(again.f.data)))
-		case again.f.env.Error != nil:
-			r.pass("tool.idempotency")
-			r.note("tool.idempotency", "the repeat was refused with "+again.f.env.Error.Code)
-		default:
-			same := bytes.Equal(compactJSON(first.ack.Result), compactJSON(again.ack.Result))
-			r.check("tool.idempotency", same, "the first result again: "+s.redact(string(first.ack.Result)),
-				"another result, so the tool ran again: "+string(again.ack.Result), s.redact(string(again.f.data)))
-		}
+	}
+	if r.want("tool.idempotency-request-id") {
+		s.probeRequestIDIdempotency(ctx, c, r, tool.ToolID)
 	}
 }
 
@@ -116,8 +108,13 @@ type invocation struct {
 // invokeOnce invokes toolID with the run's arguments on the main channel
 // and waits for its ack, collecting the progress pushes before it.
 func (s *session) invokeOnce(ctx context.Context, c *wsConn, toolID, callID string) invocation {
-	env := c.newEnvelope(protocol.TypeToolInvoke, s.channelID, protocol.ToolInvokePayload{ToolID: toolID,
-		Arguments: s.invokeArgs(s.channelID), Context: &protocol.ToolContext{ToolCallID: callID}})
+	return s.invokeEnv(ctx, c, c.newEnvelope(protocol.TypeToolInvoke, s.channelID, protocol.ToolInvokePayload{ToolID: toolID,
+		Arguments: s.invokeArgs(s.channelID), Context: &protocol.ToolContext{ToolCallID: callID}}))
+}
+
+// invokeEnv sends the tool.invoke env and waits for its ack, collecting
+// the progress pushes before it.
+func (s *session) invokeEnv(ctx context.Context, c *wsConn, env *protocol.Envelope) invocation {
 	var inv invocation
 	if inv.err = c.send(ctx, env); inv.err != nil {
 		return inv
@@ -138,6 +135,49 @@ func (s *session) invokeOnce(ctx context.Context, c *wsConn, toolID, callID stri
 		}
 	}
 	return inv
+}
+
+// judgeRepeat decides id from the answer to a repeat of a call that
+// succeeded with first: the first result again, or a refusal, passes; a
+// different result shows the tool ran twice.
+func (s *session) judgeRepeat(r *recorder, id string, first, again invocation) {
+	switch {
+	case again.err != nil:
+		r.fail(id, "tool.invoke.ack for the repeated call", again.err.Error(), "")
+	case again.f.env.Type != protocol.TypeToolInvokeAck:
+		r.fail(id, "tool.invoke.ack for the repeated call", describe(again.f, nil), s.redact(string(again.f.data)))
+	case again.f.env.Error != nil:
+		r.pass(id)
+		r.note(id, "the repeat was refused with "+again.f.env.Error.Code)
+	default:
+		same := bytes.Equal(compactJSON(first.ack.Result), compactJSON(again.ack.Result))
+		r.check(id, same, "the first result again: "+s.redact(string(first.ack.Result)),
+			"another result, so the tool ran again: "+string(again.ack.Result), s.redact(string(again.f.data)))
+	}
+}
+
+// probeRequestIDIdempotency invokes the selected side-effecting tool
+// without payload.context, then sends the same request again: the same
+// request_id in a new packet (section 7: xAgent generates request_id per
+// request and the Connector returns it; context is optional, section
+// 8.18). The repeat must not run the tool again.
+func (s *session) probeRequestIDIdempotency(ctx context.Context, c *wsConn, r *recorder, toolID string) {
+	const id = "tool.idempotency-request-id"
+	mk := func() *protocol.Envelope {
+		env := c.newEnvelope(protocol.TypeToolInvoke, s.channelID, protocol.ToolInvokePayload{ToolID: toolID, Arguments: s.invokeArgs(s.channelID)})
+		env.RequestID = "req_conf_repeat_" + runTag(s)
+		return env
+	}
+	first := s.invokeEnv(ctx, c, mk())
+	switch {
+	case first.err != nil:
+		r.skip(id, "no tool.invoke.ack for the call without context: "+first.err.Error())
+		return
+	case first.f.env.Error != nil:
+		r.skip(id, "the call without context failed with "+first.f.env.Error.Code+": a repeat shows nothing")
+		return
+	}
+	s.judgeRepeat(r, id, first, s.invokeEnv(ctx, c, mk()))
 }
 
 // lateProgressWait is how long the suite listens for a tool.progress.push

@@ -32,6 +32,7 @@ type versionSource struct {
 var versionDependent = map[string]bool{
 	"ws.hello-version-missing":       true,
 	"ws.hello-version-old":           true,
+	"ws.hello-version-newer":         true,
 	"ws.hello-profiles-required":     true,
 	"descriptor.profiles-negotiated": true,
 }

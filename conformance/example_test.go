@@ -37,7 +37,7 @@ func ExampleCheck() {
 		return
 	}
 	fmt.Println(rep.Summary(), "ok:", rep.OK())
-	// Output: 114 passed, 0 failed, 4 skipped ok: true
+	// Output: 117 passed, 0 failed, 4 skipped ok: true
 }
 
 // List the requirements on IM Profile v2 acks without touching the network.

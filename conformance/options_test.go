@@ -134,8 +134,9 @@ func TestWithoutHookAndTool(t *testing.T) {
 // TestToolOption: with Options.Tool the suite invokes that tool once on the
 // signed-in channel with Options.ToolArgs, connector_channel_id set to that
 // channel, and repeats that call once (same tool_call_id) for
-// tool.idempotency, only when it is selected; a tool the Card lacks is a
-// skip.
+// tool.idempotency, and makes one more call without context and repeats it
+// (same request_id) for tool.idempotency-request-id, only when they are
+// selected; a tool the Card lacks is a skip.
 func TestToolOption(t *testing.T) {
 	fx, base := startFixtureServer(t, fixture.Options{APIKey: testKey})
 	opts := formOptions()
@@ -158,16 +159,21 @@ func TestToolOption(t *testing.T) {
 			signedIn = append(signedIn, inv)
 		}
 	}
-	if len(signedIn) != 2 || signedIn[0].ToolID != fixture.ToolID || signedIn[1].ToolID != fixture.ToolID ||
-		string(signedIn[0].Arguments) != string(signedIn[1].Arguments) {
-		t.Errorf("signed-in invocations %+v, want one of %s and its repeat", signedIn, fixture.ToolID)
+	// The call and its repeat (tool.idempotency), then the call without
+	// context and its repeat (tool.idempotency-request-id).
+	if len(signedIn) != 4 || slices.ContainsFunc(signedIn, func(inv fixture.Invocation) bool {
+		return inv.ToolID != fixture.ToolID || string(inv.Arguments) != string(signedIn[0].Arguments)
+	}) {
+		t.Errorf("signed-in invocations %+v, want two calls of %s, each with its repeat", signedIn, fixture.ToolID)
 	}
-	if res, _ := rep.Result("tool.idempotency"); res.Status != conformance.Pass {
-		t.Errorf("tool.idempotency: %+v", res)
+	for _, id := range []string{"tool.idempotency", "tool.idempotency-request-id"} {
+		if res, _ := rep.Result(id); res.Status != conformance.Pass {
+			t.Errorf("%s: %+v", id, res)
+		}
 	}
 
 	fx2, base2 := startFixtureServer(t, fixture.Options{APIKey: testKey})
-	opts.Skip = []string{"tool.idempotency"}
+	opts.Skip = []string{"tool.idempotency*"}
 	check(t, base2, opts)
 	signedIn = nil
 	for _, inv := range fx2.Invocations() {

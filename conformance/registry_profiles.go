@@ -6,6 +6,7 @@ func profileRequirements() []Requirement {
 	return []Requirement{
 		req("imv2.descriptor", "IM v2 §2", Must, CapDeclaresIMv2, "A Descriptor enabling xagent.im.v2 has target_type im; a signed-in channel of a Card whose only standard Profile is xagent.im.v2 enables it"),
 		req("imv2.ack-accepted", "IM v2 §7", Must, CapHasAuthenticatedChannel, "A final chat.message without deltas gets chat.message.ack accepted with reply_to = its packet_id, its channel and its message_id"),
+		req("imv2.ack-request-id", "7", Must, CapHasAuthenticatedChannel, "A chat.message that carries a request_id gets its chat.message.ack with that request_id unchanged (IM v2's examples carry none; section 7 says an ack returns it)"),
 		req("imv2.ack-duplicate", "IM v2 §7", Must, CapHasAuthenticatedChannel, "A resent chat.message with an accepted message_id gets chat.message.ack duplicate"),
 		req("imv2.ack-conflict", "IM v2 §9", Must, CapHasAuthenticatedChannel, "A chat.message reusing an accepted message_id with other text is rejected with a code and retryable=false"),
 		req("imv2.ack-invalid-payload", "IM v2 §7", Must, CapHasAuthenticatedChannel, "A chat.message with neither text nor files is rejected (error packet, or ack rejected with retryable=false)"),
@@ -38,7 +39,7 @@ func NonObservable() []NonObservableRule {
 		r("4.2", "A Skill rename updates directory, Card, runtime and templates together", "a property of releases, not of one run"),
 		r("8.2", "connector_id is unregistered after one continuous offline hour and cascades to channels", "needs a one-hour wait"),
 		r("8.5", "channel.close keeps target-system authentication state", "observable only through the target system"),
-		r("8.19", "A side-effecting Tool supports idempotency or repeated-call detection", "the side effect happens in the target system; with --invoke TOOL --args JSON, tool.idempotency checks that a repeat with the same tool_call_id is answered without running again"),
+		r("8.19", "A side-effecting Tool supports idempotency or repeated-call detection", "the side effect happens in the target system; with --invoke TOOL --args JSON, tool.idempotency and tool.idempotency-request-id check that a repeat with the same tool_call_id, or without context with the same request_id, is answered without running again"),
 		r("IM v2 §5.4", "The Connector posts the final text as the complete content and never posts deltas and final as two messages", "observable only in the target system"),
 		r("IM v2 §7", "A duplicate chat.message repeats no side effect", "the duplicate ack is checked; the absence of a second target message is not observable"),
 		r("IM v2 §6", "Delta state is bounded and its TTL and capacity are documented", "limits and documentation are not on the wire"),

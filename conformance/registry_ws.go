@@ -13,6 +13,7 @@ func wsRequirements() []Requirement {
 		req("ws.hello-ack", "8.2", Must, CapNone, "A first hello without connector_id gets connector.hello.ack with the same connector_card_id, a non-empty connector_id and the Card's protocol_version"),
 		req("ws.hello-version-missing", "8.1", Must, CapNone, "A hello without protocol_version is rejected"),
 		req("ws.hello-version-old", "12", Must, CapNone, "A hello with protocol_version 2.0 is rejected"),
+		req("ws.hello-version-newer", "12", Should, CapNone, "A hello with a newer protocol_version (3.1) gets connector.hello.ack with the Connector's own version: section 8.1 rejects only a missing or lower one, and section 12 has no negotiation (each side declares its version; the window is xAgent's admission)"),
 		req("ws.hello-card-id-mismatch", "8.1", Must, CapNone, "A hello with another connector_card_id is rejected"),
 		req("ws.hello-card-id-mismatch-code", "8.23", Should, CapNone, "The error for a wrong connector_card_id has code connector_card_id_mismatch"),
 		req("ws.hello-profiles-required", "8.1", Should, CapNone, "A hello without supported_profiles is rejected"),
@@ -62,5 +63,6 @@ func wsRequirements() []Requirement {
 		req("tool.invoke", "8.19", Must, CapToolSelected, "tool.invoke of the selected tool (Options.Tool, --tool) with the given arguments on a signed-in channel gets tool.invoke.ack with the tool_id or an error code"),
 		req("tool.progress-push", "8.20", Should, CapToolSelected, "A tool.progress.push sent for the selected tool's invocation names its tool_id and channel and comes before its tool.invoke.ack, the terminal state"),
 		req("tool.idempotency", "8.19", Must, CapSideEffectToolSelected, "The selected side-effecting tool (--invoke TOOL --args JSON) invoked again with the same tool_call_id and arguments returns the first result or refuses the repeat: it does not run again"),
+		req("tool.idempotency-request-id", "8.19", Should, CapSideEffectToolSelected, "The selected side-effecting tool invoked without payload.context (it is optional), then sent again with the same request_id and arguments in a new packet, returns the first result or refuses the repeat: a resend keeps its request_id (section 7), so it does not run again"),
 	}
 }

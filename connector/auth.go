@@ -22,6 +22,13 @@ type Binding struct {
 	// results; the SDK adds them to its redaction set and persists them
 	// with the binding.
 	Secrets []string
+
+	// handoff is a client the sign-in handler built (Clients.With); only
+	// attach uses it, and clone drops it.
+	handoff *handoff
+	// signedInAt is when the sign-in that produced the binding completed
+	// (zero before it is stored); it survives restarts and UpdateBinding.
+	signedInAt time.Time
 }
 
 // Input is the validated input of a form sign-in. It is read-only.

@@ -95,6 +95,9 @@ func (s *Server) advance(ctx context.Context, id string, refresh, poll bool) (pu
 // reports a channel change whose Descriptor the caller pushes.
 func (s *Server) applyQRState(ctx context.Context, id string, st QRState) (push bool, err error) {
 	var a0 authSession
+	// A client handed over with the binding and not installed (the session
+	// is gone or finished, the code expired) is closed.
+	defer func() { s.dropHandoff(ctx, a0.channelID, st.Binding) }()
 	busy := false
 	terminal := st.Status == protocol.AuthAuthenticated || st.Status == protocol.AuthFailed || st.Status == protocol.AuthExpired
 	ok := s.auth.with(id, func(a *authSession) {

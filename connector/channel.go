@@ -2,6 +2,7 @@ package connector
 
 import (
 	"context"
+	"time"
 
 	"github.com/xconn/xconn/protocol"
 )
@@ -90,9 +91,19 @@ func (c *Channel) Logout(ctx context.Context) error {
 // The message is stored in the durable outbox before Publish returns and is
 // delivered when the channel is open, redelivered after reconnects, until
 // xAgent answers accepted or duplicate, the TTL passes or capacity evicts
-// it. Files are cached on the transfer plane first. Publishing a MessageID
-// again is a no-op. A channel that is not signed in is refused with a
-// *protocol.Error (connection_not_authenticated) and nothing is stored.
+// it. Files are cached on the transfer plane first. A channel that is not
+// signed in is refused with a *protocol.Error (connection_not_authenticated)
+// and nothing is stored.
+//
+// Publishing a MessageID again is a no-op while the message is pending
+// and, after it left the outbox, within the dedupe window: the outbox
+// remembers the outcomes of the connector's last Options.DedupeHistory
+// messages (default 10,000, all channels together) for
+// Options.DedupeWindow (default 24 h). Past either bound the MessageID is
+// forgotten and publishing it again sends the message anew, so a target
+// that can redeliver an event later than that (a replayed poll offset, a
+// retried webhook) needs a larger window, or its own record of what it
+// published.
 func (c *Channel) Publish(ctx context.Context, m UserMessage) error {
 	return c.srv.publish(ctx, c.id, m)
 }
@@ -103,7 +114,12 @@ func (c *Channel) Publish(ctx context.Context, m UserMessage) error {
 // is not enough, the frame's last byte must have reached the socket. A
 // channel that is not signed in is refused (connection_not_authenticated).
 // Provider, Profile, EventKind, MessageType and MessageID are filled in when
-// empty.
+// empty. The rest is held to IM v1 section 5 before anything is stored:
+// SenderID, and Text or Content, are required (RawText is the original
+// text, "" when the message has none); at most one target Session
+// reference; every file needs FileRef and DownloadURL or URL. A message
+// that breaks a rule is refused with an invalid_packet *protocol.Error
+// naming each broken rule.
 func (c *Channel) PushMessage(ctx context.Context, m protocol.MessagePushPayload) error {
 	return c.srv.pushMessage(ctx, c.id, m)
 }
@@ -129,4 +145,17 @@ func isAuthenticated(s protocol.ConnectionStatus) bool {
 		return true
 	}
 	return false
+}
+
+// SignedInAt returns when the channel's current binding was made by a
+// sign-in (kept across restarts and token refreshes with UpdateBinding),
+// and false when the channel holds no binding or its binding was stored
+// before the SDK recorded the time. The Descriptor carries it too, as
+// the extension member connection.x-signed-in-at (Unix milliseconds).
+func (c *Channel) SignedInAt() (time.Time, bool) {
+	b, ok := c.srv.keptBinding(c.id)
+	if !ok || b.signedInAt.IsZero() {
+		return time.Time{}, false
+	}
+	return b.signedInAt, true
 }

@@ -281,3 +281,38 @@ func TestPublishSurvivesRestart(t *testing.T) {
 	}
 	ackMessage(t, c2, msg, protocol.AckAccepted, nil)
 }
+
+// TestChatAckEchoesRequestID: a chat.message that carries a request_id gets
+// its ack with that request_id unchanged (section 7: the Connector "must
+// return it unchanged"), whatever the verdict; one without gets an ack
+// without (IM v2's examples carry none). The SDK used to blank it, so an
+// xAgent that matches acks by request_id never saw its messages acked.
+func TestChatAckEchoesRequestID(t *testing.T) {
+	t.Parallel()
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
+	c, _ := f.Connect(t, "")
+	ch := openSigned(t, c)
+	ctx := testCtx(t)
+	for i, tt := range []struct {
+		p    protocol.ChatMessagePayload
+		want protocol.AckStatus
+	}{
+		{protocol.ChatMessagePayload{MessageID: "rq1", Text: "hello"}, protocol.AckAccepted},
+		{protocol.ChatMessagePayload{MessageID: "rq1", Text: "hello"}, protocol.AckDuplicate},
+		{protocol.ChatMessagePayload{MessageID: "rq1", Text: "other"}, protocol.AckRejected},
+	} {
+		env, _ := connectortest.Packet(protocol.TypeChatMessage, ch, tt.p)
+		env.RequestID = "req_chat_" + string(rune('a'+i)) + "\"<&>"
+		if err := c.Send(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+		ack, err := c.NextMatch(ctx, func(e *protocol.Envelope) bool { return e.ReplyTo == env.PacketID })
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := decode[protocol.ChatAckPayload](t, ack)
+		if ack.Type != protocol.TypeChatMessageAck || a.Status != tt.want || ack.RequestID != env.RequestID {
+			t.Fatalf("ack %s %s request_id %q, want %s with request_id %q", ack.Type, a.Status, ack.RequestID, tt.want, env.RequestID)
+		}
+	}
+}

@@ -14,53 +14,146 @@ import (
 
 // ClientFunc turns a channel's binding into its client: the channel's live
 // connection to its target (an API client holding the token, a device
-// session). It must check that the target is reachable with b, and return
-// an error otherwise: on sign-in that error fails the sign-in (its
+// session). why says whether the binding comes from a sign-in that has just
+// happened or is restored at Start.
+//
+// On a sign-in (ClientSignIn) the SDK calls it only when the flow handed
+// over no client (see [Clients.With]); its error fails the sign-in (its
 // message, when a *protocol.Error, is shown to the user and must be
-// secret-free); on restore the channel stays offline and the SDK retries
-// with backoff, or marks the channel expired when the error wraps
-// [ErrBindingExpired]. ctx bounds the construction only.
+// secret-free; see [CodeTargetUnreachable] for a target that cannot be
+// reached). On restore (ClientRestore) nothing has checked the binding
+// since the last run: the constructor must check that the target still
+// accepts it. Its error leaves the channel offline and the SDK retries with
+// backoff; an error wrapping [ErrBindingExpired] or [ErrRevoked], or a
+// [*TerminalError], sets the status it means instead and the SDK stops
+// trying until the user signs in again. ctx bounds the construction only.
 //
 // When C implements io.Closer or interface{ Close(context.Context) error },
 // the SDK closes the client on logout, on a sign-in that replaces the
 // binding, on lease expiry and on Server.Close. The order is fixed: a
 // replacing sign-in installs the new client before it closes the old one
-// (so ClientOf, called from the old client's Close, returns the new one);
-// Server.Close runs the OnClose hooks, stops the consumers and the
+// (so Clients.Get, called from the old client's Close, returns the new
+// one); Server.Close runs the OnClose hooks, stops the consumers and the
 // sockets, and then closes the clients.
-type ClientFunc[B, C any] func(ctx context.Context, ch *Channel, b B) (C, error)
+type ClientFunc[B, C any] func(ctx context.Context, ch *Channel, b B, why ClientReason) (C, error)
 
-// ErrBindingExpired, wrapped by a ClientFunc's error, says the target no
-// longer accepts the stored binding (a revoked token): the restored channel
-// becomes expired and the user must sign in again.
+// ClientReason says why the SDK makes a channel's client.
+type ClientReason int
+
+const (
+	// ClientSignIn: a sign-in flow has just produced the binding; its
+	// handler (or Poll) has talked to the target moments ago.
+	ClientSignIn ClientReason = iota + 1
+	// ClientRestore: Start restores a signed-in channel's stored binding;
+	// nothing has checked it since the last run.
+	ClientRestore
+)
+
+// String returns "sign-in" or "restore".
+func (r ClientReason) String() string {
+	switch r {
+	case ClientSignIn:
+		return "sign-in"
+	case ClientRestore:
+		return "restore"
+	}
+	return fmt.Sprintf("ClientReason(%d)", int(r))
+}
+
+// ErrBindingExpired, wrapped by a ClientFunc's error on restore or by a
+// Consumer's Run error, says the target no longer accepts the stored
+// binding (a session that timed out): the channel becomes expired, keeps
+// its binding, and the user must sign in again. See also [ErrRevoked] and
+// [TerminalError].
 var ErrBindingExpired = errors.New("connector: the target no longer accepts this binding")
 
-// SetClient registers the constructor of the per-channel client. The SDK
-// creates a client on sign-in (before the channel reports authenticated)
-// and on Start for every restored signed-in channel, hands it out with
-// [ClientOf] and closes it when the binding ends. B must be the binding
-// type of the registered flows. Call it once, before Start.
-func SetClient[B, C any](s *Server, fn ClientFunc[B, C]) error {
+// Clients is the registration SetClient returns: it hands out each
+// channel's client as a C and its binding as a B, with both types fixed
+// when the constructor is registered, so that asking for the wrong type is
+// a compile error rather than a failure at run time. A Clients is safe for
+// concurrent use and lives as long as its Server.
+type Clients[B, C any] struct {
+	s *Server
+}
+
+// SetClient registers the constructor of the per-channel client and returns
+// the typed handle that hands the clients out. The SDK creates a client on
+// sign-in (before the channel reports authenticated) and on Start for every
+// restored signed-in channel, and closes it when the binding ends. B must
+// be the binding type of the registered flows. Call it once, before Start.
+// The handle is never nil: a bad registration is returned and also makes
+// Start fail, so a connector may check its registrations once, at Start.
+func SetClient[B, C any](s *Server, fn ClientFunc[B, C]) (*Clients[B, C], error) {
+	h := &Clients[B, C]{s: s}
 	if fn == nil {
-		return s.registerFail(errors.New("connector: SetClient: nil constructor"))
+		return h, s.registerFail(errors.New("connector: SetClient: nil constructor"))
 	}
 	if err := s.setBindingType(reflect.TypeFor[B]()); err != nil {
-		return s.registerFail(fmt.Errorf("connector: SetClient: %w", err))
+		return h, s.registerFail(fmt.Errorf("connector: SetClient: %w", err))
 	}
-	return s.register(func() error {
+	return h, s.register(func() error {
 		if s.typed.newClient != nil {
 			return errors.New("connector: SetClient called twice")
 		}
-		s.typed.newClient = func(ctx context.Context, ch *Channel, b any) (any, error) {
-			return fn(ctx, ch, b.(B))
+		s.typed.clientType = reflect.TypeFor[C]()
+		s.typed.newClient = func(ctx context.Context, ch *Channel, b any, why ClientReason) (any, error) {
+			return fn(ctx, ch, b.(B), why)
 		}
 		return nil
 	})
 }
 
-// ClientOf returns the client of a signed-in channel. It fails with a
+// Get returns the client of a signed-in channel. It fails with a
 // *protocol.Error (connection_not_authenticated) when the channel has no
-// live client: not signed in, or its target not reachable since a restart.
+// live client: not signed in, its target not reachable since a restart, or
+// a channel of another Server.
+func (c *Clients[B, C]) Get(ch *Channel) (C, error) {
+	var zero C
+	if ch == nil || ch.srv != c.s {
+		return zero, protocol.Errorf(protocol.CodeConnectionNotAuthenticated, "not a channel of this connector")
+	}
+	a := ch.srv.attachmentOf(ch.id)
+	if a == nil || a.client == nil {
+		return zero, protocol.Errorf(protocol.CodeConnectionNotAuthenticated, "channel %s has no live target connection", ch.id)
+	}
+	cl, ok := a.client.(C)
+	if !ok { // a client handed over by another Server's Clients.With
+		return zero, protocol.Errorf(protocol.CodeInternal, "channel client is %T, not %v", a.client, reflect.TypeFor[C]())
+	}
+	return cl, nil
+}
+
+// Binding returns the typed binding of ch, as [BindingOf] does.
+func (c *Clients[B, C]) Binding(ch *Channel) (B, error) {
+	return BindingOf[B](ch)
+}
+
+// With returns a with client handed over to the SDK: a sign-in handler
+// (SignInFunc, a QR flow's Poll, CompleteQR) that has already built and
+// checked the channel's client returns it this way, and the SDK installs
+// it as the channel's client instead of calling the constructor, so that
+// the target is checked once per sign-in. When the sign-in fails after
+// the handler returned (the binding cannot be stored, the credential is
+// in use by another channel), the SDK closes client as it closes any
+// client.
+func (c *Clients[B, C]) With(a Account[B], client C) Account[B] {
+	a.handoff = &handoff{client: client}
+	return a
+}
+
+// handoff is a client a sign-in handler built, travelling with its binding
+// to attach; taken is set once attach installed it.
+type handoff struct {
+	client any
+	taken  bool
+}
+
+// ClientOf returns the client of a signed-in channel as a C.
+//
+// Deprecated: use the [Clients] handle that SetClient returns, whose Get
+// has its client type fixed at registration; ClientOf with a C other than
+// the constructor's client type fails at run time with internal_error
+// naming both types.
 func ClientOf[C any](ch *Channel) (C, error) {
 	var zero C
 	a := ch.srv.attachmentOf(ch.id)
@@ -69,29 +162,37 @@ func ClientOf[C any](ch *Channel) (C, error) {
 	}
 	c, ok := a.client.(C)
 	if !ok {
-		return zero, protocol.Errorf(protocol.CodeInternal, "channel client is %T, not %v", a.client, reflect.TypeFor[C]())
+		return zero, protocol.Errorf(protocol.CodeInternal, "connector: ClientOf[%v]: the client constructor registered with SetClient returns %v",
+			reflect.TypeFor[C](), ch.srv.typed.clientType)
 	}
 	return c, nil
 }
 
-// BindingOf returns the typed binding of a signed-in channel, and false
-// when it has none or it is not a B.
-func BindingOf[B any](ch *Channel) (B, bool) {
+// BindingOf returns the typed binding of a channel: the one it is signed in
+// with, or the one an expired or revoked channel keeps until the user signs
+// in again or out. It fails with a *protocol.Error:
+// connection_not_authenticated when the channel has no binding, and
+// internal_error naming both types when B is not the connector's binding
+// type (the B of AddForm, AddQR, SetClient and AddConsumer).
+func BindingOf[B any](ch *Channel) (B, error) {
 	var zero B
+	if t := ch.srv.typed.bindingType; t != nil && t != reflect.TypeFor[B]() {
+		return zero, protocol.Errorf(protocol.CodeInternal, "connector: BindingOf[%v]: the connector's binding type is %v", reflect.TypeFor[B](), t)
+	}
 	if a := ch.srv.attachmentOf(ch.id); a != nil {
 		if b, ok := a.bval.(B); ok {
-			return b, true
+			return b, nil
 		}
 	}
-	b, ok := ch.Binding()
+	b, ok := ch.srv.keptBinding(ch.id)
 	if !ok || len(b.Data) == 0 {
-		return zero, false
+		return zero, protocol.Errorf(protocol.CodeConnectionNotAuthenticated, "channel %s has no binding", ch.id)
 	}
 	var v B
 	if err := json.Unmarshal(b.Data, &v); err != nil {
-		return zero, false
+		return zero, protocol.Errorf(protocol.CodeInternal, "connector: BindingOf[%v]: the stored binding does not decode", reflect.TypeFor[B]())
 	}
-	return v, true
+	return v, nil
 }
 
 // attachment is what the SDK holds for one signed-in channel: the decoded
@@ -124,9 +225,9 @@ func (s *Server) typedBinding(b Binding) (any, error) {
 }
 
 // attach builds the attachment of a new binding: client first (it checks
-// the target), then the consumer references. On error nothing is left
-// behind.
-func (s *Server) attach(ctx context.Context, ch *Channel, b Binding) (*attachment, error) {
+// the target, unless the sign-in handed one over), then the consumer
+// references. On error nothing is left behind.
+func (s *Server) attach(ctx context.Context, ch *Channel, b Binding, why ClientReason) (*attachment, error) {
 	if s.typed.bindingType == nil && s.typed.newClient == nil && len(s.typed.consumers) == 0 {
 		return nil, nil
 	}
@@ -135,9 +236,12 @@ func (s *Server) attach(ctx context.Context, ch *Channel, b Binding) (*attachmen
 		return nil, err
 	}
 	a := &attachment{bval: bval}
-	if s.typed.newClient != nil {
+	switch {
+	case b.handoff != nil && s.typed.newClient != nil:
+		a.client, b.handoff.taken = b.handoff.client, true
+	case s.typed.newClient != nil:
 		err := safeCall(func() error {
-			c, err := s.typed.newClient(ctx, ch, bval)
+			c, err := s.typed.newClient(ctx, ch, bval, why)
 			a.client = c
 			return err
 		})
@@ -158,6 +262,27 @@ func (s *Server) attach(ctx context.Context, ch *Channel, b Binding) (*attachmen
 		a.keys = append(a.keys, consumerKey{reg: reg, key: k})
 	}
 	return a, nil
+}
+
+// dropHandoff closes the client a sign-in handed over with b when the
+// sign-in ended before attach installed it.
+func (s *Server) dropHandoff(ctx context.Context, channelID string, b *Binding) {
+	if b == nil || b.handoff == nil || b.handoff.taken {
+		return
+	}
+	b.handoff.taken = true
+	s.closeClient(ctx, channelID, b.handoff.client)
+}
+
+// committed tells the consumers of a's keys that its channel stored its
+// binding. nil is a no-op.
+func (a *attachment) committed() {
+	if a == nil {
+		return
+	}
+	for _, k := range a.keys {
+		k.reg.committed(k.key)
+	}
 }
 
 // detach releases an attachment's consumer references and closes its
@@ -222,7 +347,7 @@ func (s *Server) restoreAttachments(ctx context.Context, bound []boundChannel) {
 	if s.typed.newClient == nil && len(s.typed.consumers) == 0 {
 		for _, b := range bound {
 			ch := &Channel{srv: s, id: b.id}
-			if a, err := s.attach(ctx, ch, b.binding); err != nil {
+			if a, err := s.attach(ctx, ch, b.binding, ClientRestore); err != nil {
 				s.log.Warn("connector: restore binding", "channel", b.id, "err", s.secrets.Scrub(err.Error()))
 			} else if a != nil {
 				s.swapAttachment(b.id, a)
@@ -256,7 +381,7 @@ func (s *Server) restoreOne(b boundChannel) {
 			return // logged out, replaced or deleted meanwhile
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, s.opts.ToolTimeout)
-		a, err := s.attach(ctx, ch, b.binding)
+		a, err := s.attach(ctx, ch, b.binding, ClientRestore)
 		cancel()
 		if err == nil {
 			if old := s.swapAttachment(b.id, a); old != nil {
@@ -266,9 +391,13 @@ func (s *Server) restoreOne(b boundChannel) {
 			if prev == protocol.StatusOffline || !isAuthenticated(prev) {
 				prev = protocol.StatusConnected
 			}
-			if s.typed.newClient != nil && s.setStatusQuiet(s.ctx, b.id, prev) {
+			// Only from the offline of the restore: a consumer that
+			// already found the credential revoked has the last word.
+			restoring := func(cur protocol.ConnectionStatus) bool { return cur == protocol.StatusOffline }
+			if s.typed.newClient != nil && s.transition(s.ctx, b.id, restoring, prev) {
 				s.pushDescriptor(s.ctx, b.id)
 			}
+			a.committed()
 			s.runBind(s.ctx, ch, b.binding)
 			return
 		}
@@ -276,9 +405,9 @@ func (s *Server) restoreOne(b boundChannel) {
 			return
 		}
 		msg := s.secrets.Scrub(err.Error())
-		if errors.Is(err, ErrBindingExpired) {
-			s.log.Warn("connector: restored binding expired", "channel", b.id, "err", msg)
-			if s.setStatusQuiet(s.ctx, b.id, protocol.StatusExpired) {
+		if status, ok := TerminalStatus(err); ok {
+			s.log.Warn("connector: the target refused the restored binding; the channel must sign in again", "channel", b.id, "status", status, "err", msg)
+			if s.setStatusQuiet(s.ctx, b.id, status) {
 				s.pushDescriptor(s.ctx, b.id)
 			}
 			return
@@ -293,13 +422,4 @@ func (s *Server) restoreOne(b boundChannel) {
 		}
 		delay = min(delay*2, restoreBackoffMax)
 	}
-}
-
-// signInError turns an attach or bind failure into the secret-free error a
-// sign-in reports: a *protocol.Error keeps its message.
-func signInError(err error) error {
-	if perr := protocol.AsError(err); perr != nil {
-		return perr
-	}
-	return protocol.Errorf(protocol.CodeInternal, "sign-in failed: the target could not be reached with these credentials")
 }

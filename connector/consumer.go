@@ -20,8 +20,24 @@ import (
 // Telegram bot token, one event connection per Feishu app. The SDK starts
 // Run with the first signed-in channel of a key, cancels it and waits for
 // it when the last one leaves (logout, replacement, lease expiry, Close),
-// restarts it with backoff when it returns an error while channels still
-// use the key, and keeps the key→channels routing that Members exposes.
+// and keeps the key→channels routing that Members exposes.
+//
+// The SDK also turns the consumer's health into the channels' connection
+// status, so that xAgent sees it in their Descriptors:
+//
+//   - Run returning an error while channels still use the key marks the
+//     key's connected channels degraded and restarts Run with backoff;
+//     Run calls [Members.Connected] once it reaches its target again (the
+//     events socket is open, a poll was answered), which brings them back
+//     to connected. A Run that reconnects by itself reports the gap with
+//     [Members.Degraded].
+//   - Run returning a terminal error, one wrapping [ErrRevoked] or
+//     [ErrBindingExpired] or a [*TerminalError], marks the key's channels
+//     revoked, expired or the TerminalError's status, and parks the
+//     consumer: no restart loop. Run is called again when a channel of the
+//     key signs in anew (a fresh token replaces a revoked one under another
+//     key anyway), or is restored at Start: expired and revoked channels
+//     are not (they are signed out); channels left in status error are.
 type Consumer[K comparable, B any] struct {
 	// Key returns the credential of a binding. Required.
 	Key func(b B) K
@@ -30,10 +46,12 @@ type Consumer[K comparable, B any] struct {
 	// binding (rooms and QR-signed-in browsers) routes only some of them.
 	Uses func(b B) bool
 	// Run consumes from the target until ctx ends; it publishes inbound
-	// messages through m. A nil return while ctx is live also restarts
-	// it. nil runs nothing: the registration then only keeps the routing,
-	// for targets that push to the connector (webhooks), which publish
-	// through Consumers.Members.
+	// messages through m and reports reaching the target with
+	// m.Connected. An error restarts it with backoff (its channels are
+	// degraded meanwhile), a terminal error parks it (see above), a nil
+	// return while ctx is live restarts it too. nil runs nothing: the
+	// registration then only keeps the routing, for targets that push to
+	// the connector (webhooks), which publish through Consumers.Members.
 	Run func(ctx context.Context, key K, m *Members[B]) error
 	// MaxKeys bounds the live keys (default DefaultMaxSharedConsumers).
 	MaxKeys int
@@ -74,7 +92,8 @@ func AddConsumer[K comparable, B any](s *Server, c Consumer[K, B]) (*Consumers[K
 	if delay <= 0 {
 		delay = time.Second
 	}
-	reg := &consumerReg{srv: s, members: map[any]map[string]*member{}, delay: delay, maxChannels: c.MaxChannels}
+	reg := &consumerReg{srv: s, members: map[any]map[string]*member{}, joins: map[any]uint64{}, parked: map[any]chan struct{}{},
+		delay: delay, maxChannels: c.MaxChannels}
 	reg.key = func(b any) any { return c.Key(b.(B)) }
 	if c.Uses != nil {
 		reg.uses = func(b any) bool { return c.Uses(b.(B)) }
@@ -169,6 +188,25 @@ func (m *Members[B]) Publish(ctx context.Context, msg UserMessage, keep func(b B
 	return n, errors.Join(errs...)
 }
 
+// Connected reports that the consumer reaches its target: its events
+// socket is open, or a poll was answered. The key's channels that are
+// degraded or error go back to connected, and their Descriptors are
+// pushed; channels that are offline (their client not made yet), expired
+// or revoked are left alone. When nothing changes it only reads the
+// statuses, so calling it after every answered poll is cheap.
+func (m *Members[B]) Connected(ctx context.Context) {
+	m.reg.setHealth(ctx, m.key, protocol.StatusConnected)
+}
+
+// Degraded reports that the consumer lost its target for a while and is
+// reconnecting inside Run: the key's connected channels become degraded
+// (their outbound side may still work; inbound messages wait). Run
+// returning an error that is not terminal does the same; Connected ends
+// it.
+func (m *Members[B]) Degraded(ctx context.Context) {
+	m.reg.setHealth(ctx, m.key, protocol.StatusDegraded)
+}
+
 // consumerReg is one registered Consumer: reference counts, routing, and
 // the running loops.
 type consumerReg struct {
@@ -187,6 +225,12 @@ type consumerReg struct {
 	// key); the newest one's binding is what Members shows, from the
 	// moment it joins, before the channel's record is replaced.
 	members map[any]map[string]*member
+	// joins counts, per key, the sign-ins and restores committed on it:
+	// a terminal error of a Run that began before one does not park it.
+	joins map[any]uint64
+	// parked holds, per parked key, the channel that a join closes to
+	// resume its consumer.
+	parked map[any]chan struct{}
 }
 
 type member struct {
@@ -223,6 +267,24 @@ func (r *consumerReg) acquire(ctx context.Context, key any, channelID string, a 
 	return nil
 }
 
+// committed records that a channel of key has stored its new binding (a
+// sign-in, or a restore): a parked consumer of the key runs again, and a
+// terminal error of a Run that began before does not park it. It is
+// called after the channel's status is stored, so that a Run failing
+// again marks the new sign-in too.
+func (r *consumerReg) committed(key any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, live := r.members[key]; !live {
+		return
+	}
+	r.joins[key]++
+	if wake := r.parked[key]; wake != nil {
+		close(wake)
+		delete(r.parked, key)
+	}
+}
+
 // forget drops attachment a's membership of key.
 func (r *consumerReg) forget(key any, channelID string, a *attachment) {
 	r.mu.Lock()
@@ -240,6 +302,7 @@ func (r *consumerReg) forget(key any, channelID string, a *attachment) {
 	}
 	if len(set) == 0 {
 		delete(r.members, key)
+		delete(r.joins, key)
 	}
 }
 
@@ -273,12 +336,21 @@ func (r *consumerReg) start(_ context.Context, key any) (func(), error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer r.unpark(key)
 		delay := r.delay
 		for {
+			gen := r.joined(key)
 			began := time.Now()
 			err := safeCall(func() error { return r.run(ctx, key) })
 			if ctx.Err() != nil {
 				return
+			}
+			if status, ok := TerminalStatus(err); ok {
+				if !r.parkUntilJoin(ctx, key, gen, status, err) {
+					return
+				}
+				delay = r.delay
+				continue
 			}
 			if time.Since(began) > restoreBackoffMax {
 				delay = r.delay
@@ -286,6 +358,7 @@ func (r *consumerReg) start(_ context.Context, key any) (func(), error) {
 			msg := "returned"
 			if err != nil {
 				msg = s.secrets.Scrub(err.Error())
+				r.setHealth(ctx, key, protocol.StatusDegraded)
 			}
 			s.log.Warn("connector: target consumer stopped; restarting", "retry_in", delay.String(), "err", msg)
 			t := time.NewTimer(delay)
@@ -299,4 +372,74 @@ func (r *consumerReg) start(_ context.Context, key any) (func(), error) {
 		}
 	}()
 	return func() { cancel(); <-done }, nil
+}
+
+// joined returns how many sign-ins and restores key has seen so far.
+func (r *consumerReg) joined(key any) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.joins[key]
+}
+
+// parkUntilJoin handles a terminal error of key's Run that began when
+// joins was gen: unless a channel joined the key since (whose new binding
+// deserves a run of its own), it marks the key's channels status and waits
+// until a channel of the key signs in again or ctx ends. It reports
+// whether to run again.
+func (r *consumerReg) parkUntilJoin(ctx context.Context, key any, gen uint64, status protocol.ConnectionStatus, cause error) bool {
+	s := r.srv
+	r.mu.Lock()
+	if r.joins[key] != gen {
+		r.mu.Unlock()
+		return true
+	}
+	wake := make(chan struct{})
+	r.parked[key] = wake
+	r.mu.Unlock()
+	ids, _ := r.snapshot(key)
+	s.log.Warn("connector: the target refused the consumer's credential; its channels must sign in again (not restarting)",
+		"status", status, "channels", len(ids), "err", s.secrets.Scrub(cause.Error()))
+	for _, id := range ids {
+		if s.transition(ctx, id, isAuthenticated, status) {
+			s.pushDescriptor(ctx, id)
+		}
+	}
+	select {
+	case <-wake:
+		s.log.Info("connector: a channel signed in again; restarting the target consumer")
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// unpark forgets key's parked state when its loop ends.
+func (r *consumerReg) unpark(key any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.parked, key)
+}
+
+// setHealth moves the signed-in channels of key to status (connected or
+// degraded) and pushes the Descriptors that changed: degraded only from
+// connected; connected only from degraded or error, never from offline
+// (the SDK's own: a restored channel's client is not made yet), expired or
+// revoked.
+func (r *consumerReg) setHealth(ctx context.Context, key any, status protocol.ConnectionStatus) {
+	from := func(cur protocol.ConnectionStatus) bool { return cur == protocol.StatusConnected }
+	if status == protocol.StatusConnected {
+		from = func(cur protocol.ConnectionStatus) bool {
+			return cur == protocol.StatusDegraded || cur == protocol.StatusError
+		}
+	}
+	s := r.srv
+	ids, _ := r.snapshot(key)
+	for _, id := range ids {
+		if cur, ok := s.statusOf(id); !ok || !from(cur) {
+			continue
+		}
+		if s.transition(ctx, id, from, status) {
+			s.pushDescriptor(ctx, id)
+		}
+	}
 }

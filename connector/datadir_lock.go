@@ -15,6 +15,26 @@ import (
 // directory. It holds the owner's process id and address.
 const DataDirLockFile = "xconn.lock"
 
+// DataDirOwnerFile is the name of the file in which a data directory
+// records whom it belongs to (see DataDirLock.Claim).
+const DataDirOwnerFile = "xconn.owner"
+
+// maxOwner bounds an owner name and what Claim reads back.
+const maxOwner = 128
+
+// DataDirOwnedError is the error of DataDirLock.Claim when the directory
+// belongs to another owner: two connectors sharing one directory would
+// share its keys and files.
+type DataDirOwnedError struct {
+	Dir      string // the directory as the caller named it
+	Owner    string // whom it belongs to
+	Claimant string // who asked
+}
+
+func (e *DataDirOwnedError) Error() string {
+	return fmt.Sprintf("data directory %s belongs to %s, not %s: give each its own --data", e.Dir, e.Owner, e.Claimant)
+}
+
 // DataDirInUseError is the error of LockDataDir when another process (or
 // another lock in this one) holds the directory. PID and Addr are what the
 // holder recorded: zero and "" when it has not recorded them yet.
@@ -102,6 +122,43 @@ func (l *DataDirLock) write(addr string) error {
 	}
 	if _, err := l.f.WriteAt([]byte(line+"\n"), 0); err != nil {
 		return fmt.Errorf("connector: data directory lock: %w", err)
+	}
+	return nil
+}
+
+// Claim makes the locked directory owner's, or checks that it is: a data
+// directory holds the state of one connector (or program), named by owner
+// (such as its card id). The first claim writes owner into
+// DataDirOwnerFile (mode 0600); a later claim by another owner fails with
+// a *DataDirOwnedError and changes nothing. A directory without the file
+// (made before owners were recorded) is claimed by the first to ask.
+func (l *DataDirLock) Claim(owner string) error {
+	if owner == "" || len(owner) > maxOwner || strings.ContainsAny(owner, "\r\n") {
+		return fmt.Errorf("connector: data directory owner %q: want one line of at most %d bytes", owner, maxOwner)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return errors.New("connector: data directory lock released")
+	}
+	path := filepath.Join(l.dir, DataDirOwnerFile)
+	f, err := os.Open(path)
+	switch {
+	case err == nil:
+		b, rerr := io.ReadAll(io.LimitReader(f, maxOwner+1))
+		f.Close()
+		if rerr != nil {
+			return fmt.Errorf("connector: data directory owner: %w", rerr)
+		}
+		if have := strings.TrimSpace(string(b)); have != owner && have != "" {
+			return &DataDirOwnedError{Dir: l.dir, Owner: have, Claimant: owner}
+		}
+		return nil
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("connector: data directory owner: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(owner+"\n"), 0o600); err != nil {
+		return fmt.Errorf("connector: data directory owner: %w", err)
 	}
 	return nil
 }

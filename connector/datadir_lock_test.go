@@ -134,3 +134,40 @@ func ExampleLockDataDir() {
 	fmt.Println(errors.As(err, &inUse), inUse.Addr)
 	// Output: true 127.0.0.1:8080
 }
+
+// TestDataDirClaim: a data directory belongs to the first owner that
+// claims it; another owner is refused in one line naming the directory as
+// given and both owners, and the directory is left as it was.
+func TestDataDirClaim(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	l, err := connector.LockDataDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Claim("im.webchat"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Claim("im.webchat"); err != nil { // the same owner again
+		t.Fatal(err)
+	}
+	err = l.Claim("im.wechat")
+	var owned *connector.DataDirOwnedError
+	if !errors.As(err, &owned) || owned.Dir != dir || owned.Owner != "im.webchat" || owned.Claimant != "im.wechat" {
+		t.Fatalf("Claim by another owner = %v, want a *DataDirOwnedError", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, dir) {
+		t.Fatalf("error %q: want one line naming %s", msg, dir)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, connector.DataDirOwnerFile)); err != nil || string(b) != "im.webchat\n" {
+		t.Fatalf("owner file %q, %v", b, err)
+	}
+	for _, bad := range []string{"", "two\nlines", strings.Repeat("x", 200)} {
+		if err := l.Claim(bad); err == nil {
+			t.Fatalf("Claim(%q) accepted", bad)
+		}
+	}
+	l.Close()
+	if err := l.Claim("im.webchat"); err == nil {
+		t.Fatal("Claim after Close accepted")
+	}
+}

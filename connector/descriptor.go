@@ -76,6 +76,9 @@ func (s *Server) buildDescriptor(card *protocol.Card, snap chanSnap, profiles []
 			AccountHint: s.secrets.Scrub(hint),
 		},
 	}
+	if authed {
+		d.Connection.SetSignedInAt(snap.binding.signedInAt)
+	}
 	// A tool's Profile is enabled when both the Card and the channel's
 	// profiles have it (what protocol.NegotiateProfiles would say, without
 	// building its packet table on every open).

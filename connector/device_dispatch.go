@@ -32,12 +32,12 @@ const (
 	// socket; a target that cannot take that is serialised by the
 	// connector's client too, as connectors/adb does.) An act tool is
 	// idempotent by
-	// (channel, tool_call_id) as SideEffect makes a tool, and more
+	// (channel, Call.IdempotencyKey) as SideEffect makes a tool, and more
 	// strictly: every outcome of its handler, failures and timeouts
-	// included, is recorded, and a repeated call with the same
-	// tool_call_id returns that first outcome without acting again (a
-	// network retry is no permission to act twice; a new action needs a
-	// new tool_call_id). A refusal before the handler runs (validation,
+	// included, is recorded, and a repeated call with the same key (its
+	// tool_call_id, or without one its request_id) returns that first
+	// outcome without acting again (a network retry is no permission to
+	// act twice; a new action needs a new key). A refusal before the handler runs (validation,
 	// an unavailable device) is not recorded. At most MaxQueuedActs
 	// calls wait per channel; one more is refused with channel_busy.
 	ToolAct

@@ -29,15 +29,19 @@ func ExampleToolMode() {
 		return
 	}
 	type none struct{}
+	type lampBinding struct{ Serial string }
+	lamps, _ := connector.SetClient(srv, func(ctx context.Context, ch *connector.Channel, b lampBinding, _ connector.ClientReason) (*lamp, error) {
+		return &lamp{}, nil // reach the lamp; on restore, check it is still there
+	})
 	_ = connector.AddTool(srv, "lamp_status", func(ctx context.Context, call *connector.Call, _ none) (bool, error) {
-		l, err := connector.ClientOf[*lamp](call.Channel)
+		l, err := lamps.Get(call.Channel)
 		if err != nil {
 			return false, err
 		}
 		return l.on, nil
 	}, connector.ToolOptions{Description: "Is the lamp on?", Mode: connector.ToolObserve})
 	_ = connector.AddTool(srv, "lamp_toggle", func(ctx context.Context, call *connector.Call, _ none) (bool, error) {
-		l, err := connector.ClientOf[*lamp](call.Channel)
+		l, err := lamps.Get(call.Channel)
 		if err != nil {
 			return false, err
 		}

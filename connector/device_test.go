@@ -97,7 +97,10 @@ func startDevice(t *testing.T, p *phone) (*connector.Server, string) {
 	must(connector.AddForm(srv, "fake_binding", func(ctx context.Context, ch *connector.Channel, in devLogin) (connector.Account[devBinding], error) {
 		return connector.Account[devBinding]{Binding: devBinding{Serial: in.Serial}, DisplayName: "Phone"}, nil
 	}, connector.FlowOptions{Default: true}))
-	must(connector.SetClient(srv, func(ctx context.Context, ch *connector.Channel, b devBinding) (*phone, error) { return p, nil }))
+	_, err = connector.SetClient(srv, func(ctx context.Context, ch *connector.Channel, b devBinding, _ connector.ClientReason) (*phone, error) {
+		return p, nil
+	})
+	must(err)
 	type tapIn struct {
 		Label string `json:"label"`
 	}

@@ -55,12 +55,12 @@ func Example() {
 	_ = connector.AddForm(srv, "room_login", func(ctx context.Context, ch *connector.Channel, in RoomLogin) (connector.Account[RoomBinding], error) {
 		return connector.Account[RoomBinding]{Binding: RoomBinding{Room: in.Room, Code: in.AccessCode}, DisplayName: "Room " + in.Room}, nil
 	}, connector.FlowOptions{Title: "Join a room"})
-	_ = connector.SetClient(srv, func(ctx context.Context, ch *connector.Channel, b RoomBinding) (*exampleRoom, error) {
+	rooms, _ := connector.SetClient(srv, func(ctx context.Context, ch *connector.Channel, b RoomBinding, _ connector.ClientReason) (*exampleRoom, error) {
 		return &exampleRoom{name: b.Room}, nil // dial the room; an error fails the sign-in
 	})
 	_ = connector.AddTool(srv, "room_message_send",
 		func(ctx context.Context, call *connector.Call, in SendInput) (SendResult, error) {
-			r, err := connector.ClientOf[*exampleRoom](call.Channel)
+			r, err := rooms.Get(call.Channel) // a *exampleRoom: the type SetClient fixed
 			if err != nil {
 				return SendResult{}, err
 			}

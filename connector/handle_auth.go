@@ -138,7 +138,14 @@ func (sess *session) startForm(env *protocol.Envelope, id string, cardFlow *prot
 	sid := signurl.RandomID("auth_")
 	if err != nil {
 		perr := protocol.AsError(err)
-		if perr != nil && perr.Code == protocol.CodeInvalidAuthInput {
+		if perr == nil {
+			perr = unreachableError(err)
+		}
+		if perr != nil && (perr.Code == protocol.CodeInvalidAuthInput || perr.Code == CodeTargetUnreachable) {
+			if perr.Code == CodeTargetUnreachable {
+				s.log.Info("connector: form sign-in: target unreachable", "channel", id, "flow", cardFlow.ID, "err", s.scrubWith(secrets, err.Error()))
+				s.metrics.signinFailures.Inc()
+			}
 			sess.replyError(env, protocol.TypeAuthStartAck,
 				&protocol.Error{Code: perr.Code, Message: s.scrubWith(secrets, perr.Message), Retryable: perr.Retryable})
 			return

@@ -92,21 +92,19 @@ func (sess *session) rejectChat(env *protocol.Envelope, perr *protocol.Error) {
 }
 
 // ackChat sends chat.message.ack with reply_to = the message's packet_id
-// and no request_id (IM v2 section 7).
+// (IM v2 section 7) and the message's request_id unchanged when it had
+// one (section 7: "Connector must return it unchanged"); IM v2's examples
+// carry none, and then the ack carries none either.
 func (sess *session) ackChat(env *protocol.Envelope, ack protocol.ChatAckPayload) {
 	ack.Message = sess.srv.secrets.Scrub(ack.Message)
 	sess.srv.metrics.chatAcks.WithLabelValues(ack.Status).Inc()
-	if env.RequestID == "" {
-		// The common case: encoded here by encoding/json, so the frame is
-		// written in one pass without a second check of the payload.
-		if payload, err := json.Marshal(ack); err == nil {
-			sess.replyTrusted(env, protocol.TypeChatMessageAck, payload)
-			return
-		}
+	// Encoded here by encoding/json, so the frame is written in one pass
+	// without a second check of the payload.
+	if payload, err := json.Marshal(ack); err == nil {
+		sess.replyTrusted(env, protocol.TypeChatMessageAck, payload)
+		return
 	}
-	out := env.Reply(protocol.TypeChatMessageAck)
-	out.RequestID = ""
-	sess.replyEnv(out, ack)
+	sess.replyEnv(env.Reply(protocol.TypeChatMessageAck), ack)
 }
 
 // handleChatDelta checks a delta's sequence and hands it to the delta

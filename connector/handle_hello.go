@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/xconn/xconn/internal/signurl"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
@@ -19,7 +20,7 @@ type lease struct {
 	sockets    int        // hello-completed sockets
 	until      time.Time  // grace deadline while sockets == 0
 	negotiated *protocol.Negotiated
-	client     string // host of the socket that created it ("" when restored), for fair eviction
+	client     string // host of the socket that created it ("" when restored), for logs
 }
 
 func (sess *session) handleHello(env *protocol.Envelope) {
@@ -59,7 +60,13 @@ func (sess *session) handleHello(env *protocol.Envelope) {
 		return
 	}
 	id, err := s.admitInstance(sess.ctx, p.ConnectorID, sess.client, neg)
-	if err != nil {
+	switch {
+	case errors.Is(err, errInstanceTableFull):
+		sess.rejectWith(env, protocol.Errorf(protocol.CodeCapacityExceeded,
+			"this Connector holds its maximum of connector_ids, each within its one-hour reconnection grace: "+
+				"reconnect with a connector_id it issued, or retry after a grace ends"), websocket.StatusTryAgainLater)
+		return
+	case err != nil:
 		s.log.Error("connector: admit instance", "err", err)
 		sess.reject(env, protocol.Errorf(protocol.CodeInternal, "cannot register the connector_id"))
 		return
@@ -98,24 +105,37 @@ func admitHelloVersion(s string) *protocol.Error {
 }
 
 // admitInstance restores a known connector_id or issues a new one, takes a
-// socket reference on its lease and persists it. When the store's instance
-// table is full (store.ErrLimit), it evicts an instance that has no socket
-// and no signed-in channel (see evictInstance) and tries again, so that
-// hello/close cycles cannot lock a real xAgent out for the lease grace.
+// socket reference on its lease and persists it.
+//
+// When the store's instance table is full (store.ErrLimit) it first
+// unregisters the instances whose one-hour grace has passed (what the
+// janitor does at its next wake) and tries once more; it never evicts an
+// instance within its grace, since section 8.2 lets a reconnect with that
+// connector_id during the grace cancel its expiry. A table still full is
+// a refusal of the new instance: errInstanceTableFull, which the hello
+// answers with capacity_exceeded. A known connector_id is always admitted
+// (its row exists), so an xAgent that reconnects with its id is never
+// locked out by a full table.
 func (s *Server) admitInstance(ctx context.Context, want, client string, neg *protocol.Negotiated) (string, error) {
-	for attempt := 0; ; attempt++ {
-		id, err := s.admitOnce(ctx, want, client, neg)
-		if err == nil || !errors.Is(err, store.ErrLimit) || attempt >= maxEvictions {
+	id, err := s.admitOnce(ctx, want, client, neg)
+	if err == nil || !errors.Is(err, store.ErrLimit) {
+		return id, err
+	}
+	if s.expireLeases() > 0 {
+		id, err = s.admitOnce(ctx, want, client, neg)
+		if err == nil || !errors.Is(err, store.ErrLimit) {
 			return id, err
 		}
-		if !s.evictInstance() {
-			return "", err
-		}
 	}
+	s.metrics.instancesRefused.Inc()
+	s.logLimited("instance_table_full", "connector: instance table full: a hello for a new connector_id refused (every connector_id is within its grace)",
+		"client", client)
+	return "", fmt.Errorf("%w: %w", errInstanceTableFull, err)
 }
 
-// maxEvictions bounds the instances one hello may evict.
-const maxEvictions = 4
+// errInstanceTableFull marks a hello refused because every row of the
+// instance table holds a connector_id within its grace (section 8.2).
+var errInstanceTableFull = errors.New("connector: instance table full")
 
 func (s *Server) admitOnce(ctx context.Context, want, client string, neg *protocol.Negotiated) (string, error) {
 	s.mu.Lock()
@@ -227,51 +247,4 @@ func (s *Server) detach(sess *session) {
 // for bookkeeping writes during shutdown.
 func (s *Server) bgContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(s.ctx), 5*time.Second)
-}
-
-// evictInstance unregisters one connector_id that has no socket and no
-// channel that is signed in, holds a binding or is open: of the client
-// (remote host) that holds the most such instances, the one nearest to the
-// end of its grace. It reports false when there is none. An evicted
-// instance loses only what a lease expiry would take (its never-signed-in
-// channels); a channel.open naming one of them gets a new channel.
-func (s *Server) evictInstance() bool {
-	s.mu.Lock()
-	held := map[string]bool{}
-	for _, cs := range s.channels {
-		if cs.open != nil || isAuthenticated(cs.rec.Status) || len(cs.rec.Binding) > 0 {
-			held[cs.rec.ConnectorID] = true
-		}
-	}
-	count := map[string]int{}
-	for id, l := range s.leases {
-		if l.sockets == 0 && !held[id] {
-			count[l.client]++
-		}
-	}
-	heaviest, most := "", 0
-	for c, n := range count {
-		if n > most || (n == most && c < heaviest) {
-			heaviest, most = c, n
-		}
-	}
-	var victim string
-	var until time.Time
-	for id, l := range s.leases {
-		if l.sockets == 0 && !held[id] && l.client == heaviest && (victim == "" || l.until.Before(until)) {
-			victim, until = id, l.until
-		}
-	}
-	if victim != "" {
-		delete(s.leases, victim) // a hello naming it from now on gets a new connector_id
-	}
-	s.mu.Unlock()
-	if victim == "" {
-		return false
-	}
-	s.metrics.instancesEvicted.Inc()
-	s.logLimited("instance_evicted", "connector: instance table full: evicted a connector_id without sockets or signed-in channels",
-		"connector_id", victim, "client_instances", most)
-	s.unregister(victim)
-	return true
 }

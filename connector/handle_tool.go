@@ -91,9 +91,10 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 	if p.Context != nil {
 		call.ToolCallID, call.SessionID = p.Context.ToolCallID, p.Context.SessionID
 	}
+	call.IdempotencyKey = idempotencyKey(p.ToolID, call.ToolCallID, env.RequestID)
 
 	act := entry.opts.Mode == ToolAct
-	idem := (entry.opts.SideEffect || act) && call.ToolCallID != ""
+	idem := (entry.opts.SideEffect || act) && call.IdempotencyKey != ""
 	hash := ""
 	if idem {
 		_, fields, err := stripChannelArg(args)
@@ -106,10 +107,13 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 		}
 		sum := sha256.Sum256(canon)
 		hash = hex.EncodeToString(sum[:])
-		rec, err := s.opts.Store.GetToolCall(sess.ctx, s.card.ConnectorCardID, id, call.ToolCallID)
+		rec, err := s.opts.Store.GetToolCall(sess.ctx, s.card.ConnectorCardID, id, call.IdempotencyKey)
 		switch {
 		case err == nil:
 			if rec.ToolID != p.ToolID || rec.ArgsHash != hash {
+				if call.ToolCallID == "" {
+					return nil, false, protocol.Errorf(protocol.CodeToolCallConflict, "request_id %s was used with other arguments", env.RequestID)
+				}
 				return nil, false, protocol.Errorf(protocol.CodeToolCallConflict, "tool_call_id %s was used with other arguments", call.ToolCallID)
 			}
 			s.metrics.toolReplays.Inc()
@@ -145,7 +149,7 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 	}
 	// An act's every outcome is its answer to a repeat (ToolAct).
 	if idem && (perr == nil || act || (!perr.Retryable && perr.Code != protocol.CodeToolTimeout && perr.Code != protocol.CodeInternal)) {
-		rec := store.ToolCall{CardID: s.card.ConnectorCardID, ChannelID: id, ToolCallID: call.ToolCallID,
+		rec := store.ToolCall{CardID: s.card.ConnectorCardID, ChannelID: id, ToolCallID: call.IdempotencyKey,
 			ToolID: p.ToolID, ArgsHash: hash, Result: result, CreatedAt: s.now()}
 		if perr != nil {
 			rec.Result, rec.ErrCode, rec.ErrMessage = nil, string(perr.Code), perr.Message
@@ -160,6 +164,33 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 	}
 	return result, compact, perr
 }
+
+// idempotencyKey returns the key of a side-effecting call's record (see
+// [Call.IdempotencyKey]): the tool_call_id of payload.context when xAgent
+// sent one, else one derived from the envelope's request_id and the tool,
+// else "" (no record: nothing identifies a resend).
+//
+// Why request_id: section 7 has xAgent generate it per request and the
+// Connector return it unchanged, and xAgent routes the ack by it, so a
+// request sent again (a retry whose first ack was lost) is one the ack of
+// either transmission must answer: it keeps its request_id. packet_id
+// names one transmission (IM v2 section 3) and changes on a resend.
+// context is optional (section 8.18), so a call without it is keyed by
+// request_id, per channel (the store's key) and tool (hashed in here); the
+// hash bounds the key's length whatever the request_id's.
+func idempotencyKey(toolID, toolCallID, requestID string) string {
+	switch {
+	case toolCallID != "":
+		return toolCallID
+	case requestID == "":
+		return ""
+	}
+	sum := sha256.Sum256([]byte(toolID + "\x00" + requestID))
+	return requestKeyPrefix + hex.EncodeToString(sum[:])
+}
+
+// requestKeyPrefix marks the idempotency keys derived from a request_id.
+const requestKeyPrefix = "request_id:"
 
 // pushProgress sends a tool.progress.push on channel id.
 func (sess *session) pushProgress(ctx context.Context, id string, pp protocol.ToolProgressPayload) error {

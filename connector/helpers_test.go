@@ -89,3 +89,24 @@ func checkWire(t *testing.T, c *connectortest.Client) {
 		}
 	}
 }
+
+// metricValue returns the value of the unlabelled counter or gauge name
+// of the fixture's registry (0 when it has none).
+func metricValue(t *testing.T, f *sdkfixture.Fixture, name string) float64 {
+	t.Helper()
+	mfs, err := f.Server.Metrics().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name || len(mf.GetMetric()) == 0 {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		if c := m.GetCounter(); c != nil {
+			return c.GetValue()
+		}
+		return m.GetGauge().GetValue()
+	}
+	return 0
+}

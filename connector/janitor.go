@@ -64,8 +64,9 @@ func (s *Server) sweep() {
 	}
 }
 
-// expireLeases unregisters every connector_id whose grace period passed.
-func (s *Server) expireLeases() {
+// expireLeases unregisters every connector_id whose grace period passed
+// and returns how many it unregistered.
+func (s *Server) expireLeases() int {
 	now := s.now()
 	s.mu.Lock()
 	var expired []string
@@ -79,6 +80,7 @@ func (s *Server) expireLeases() {
 	for _, id := range expired {
 		s.unregister(id)
 	}
+	return len(expired)
 }
 
 // unregister cascades a lease expiry: every channel of the connector_id

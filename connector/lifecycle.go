@@ -129,11 +129,13 @@ func (s *Server) prepareDelivery() error {
 	s.dstore = st
 	var err error
 	if s.outbox, err = delivery.NewOutbox(delivery.OutboxOptions{Storage: st, Queue: queueIMv2, Send: s.trackSend(deferIMv2, s.sendChat),
-		TTL: s.opts.OutboxTTL, Capacity: s.opts.OutboxCapacity, AttemptTimeout: s.opts.AckTimeout + 5*time.Second}); err != nil {
+		TTL: s.opts.OutboxTTL, Capacity: s.opts.OutboxCapacity, AttemptTimeout: s.opts.AckTimeout + 5*time.Second,
+		HistoryAge: s.opts.DedupeWindow, HistoryMax: s.opts.DedupeHistory}); err != nil {
 		return fmt.Errorf("connector: outbox: %w", err)
 	}
 	if s.outv1, err = delivery.NewOutbox(delivery.OutboxOptions{Storage: st, Queue: queueIMv1, Send: s.trackSend(deferIMv1, s.sendPush),
-		TTL: s.opts.OutboxTTL, Capacity: s.opts.OutboxCapacity, AttemptTimeout: s.opts.AckTimeout + 5*time.Second}); err != nil {
+		TTL: s.opts.OutboxTTL, Capacity: s.opts.OutboxCapacity, AttemptTimeout: s.opts.AckTimeout + 5*time.Second,
+		HistoryAge: s.opts.DedupeWindow, HistoryMax: s.opts.DedupeHistory}); err != nil {
 		return fmt.Errorf("connector: outbox: %w", err)
 	}
 	if s.inbox, err = delivery.NewInbox(delivery.InboxOptions{Storage: st, Queue: "connector.inbox"}); err != nil {

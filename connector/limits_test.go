@@ -332,30 +332,71 @@ func TestSocketSlotsAreReservedAtomically(t *testing.T) {
 	}
 }
 
-// TestInstanceTableSurvivesHelloCloseCycles is review item 4: hello/close
-// cycles fill the store's instance table; then the instances without a
-// socket or a signed-in channel are evicted, the flooding client's first,
-// so a real xAgent is admitted and a signed-in instance keeps its
-// connector_id.
-func TestInstanceTableSurvivesHelloCloseCycles(t *testing.T) {
+// openInstanceTable opens a store whose instance table holds max rows.
+func openInstanceTable(t *testing.T, max int) *store.DB {
+	t.Helper()
 	dir := t.TempDir()
-	db, err := store.Open(context.Background(), "sqlite:"+filepath.Join(dir, "x.db"), store.Options{DataDir: dir, MaxInstances: 5})
+	db, err := store.Open(context.Background(), "sqlite:"+filepath.Join(dir, "x.db"), store.Options{DataDir: dir, MaxInstances: max})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// helloRefusal sends a hello for a new connector_id on a fresh socket and
+// returns the error packet that answers it and the close status, failing
+// the test when the hello is admitted.
+func helloRefusal(t *testing.T, f *sdkfixture.Fixture) (*protocol.ErrorBody, websocket.StatusCode) {
+	t.Helper()
+	ws := rawWS(t, f.URL, "")
+	ctx := testCtx(t)
+	if err := ws.Write(ctx, websocket.MessageText, frame(t, "hello-1", "req-hello", "", protocol.TypeHello, helloPayload(f))); err != nil {
+		t.Fatal(err)
+	}
+	env := readEnv(t, ctx, ws)
+	if env.Type != protocol.TypeError || env.Error == nil || env.RequestID != "req-hello" {
+		t.Fatalf("hello for a new connector_id with a full table answered %s %+v, want an error packet", env.Type, env.Error)
+	}
+	_, _, err := ws.Read(ctx)
+	return env.Error, websocket.CloseStatus(err)
+}
+
+// TestFullInstanceTableRefusesNewInstances is issue 35 item 4: with the
+// store's instance table full of connector_ids within their one-hour grace,
+// a hello for a new connector_id is refused with capacity_exceeded (close
+// 1013, try again later) and every connector_id in its grace comes back
+// as itself (section 8.2: a reconnect during the grace cancels the
+// expiry). The SDK used to evict one of them early instead, so that id's
+// reconnect got a new connector_id and its channels were gone.
+func TestFullInstanceTableRefusesNewInstances(t *testing.T) {
+	t.Parallel()
+	db := openInstanceTable(t, 3)
 	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{Store: db})
 
 	real, realID := f.Connect(t, "")
 	ch := openSigned(t, real)
 	_ = real.Close()
-	for i := range 30 {
+	var idle []string
+	for range 2 {
 		ws := rawWS(t, f.URL, "")
-		rawHello(t, ws, f, "")
+		idle = append(idle, rawHello(t, ws, f, ""))
 		_ = ws.Close(websocket.StatusNormalClosure, "")
-		if i == 0 {
-			continue
+	}
+	eventually(t, "the sockets released", func() bool { return f.Server.Sockets() == 0 })
+
+	for range 3 { // hello/close floods are refused, each time
+		e, status := helloRefusal(t, f)
+		if e.Code != string(protocol.CodeCapacityExceeded) || status != websocket.StatusTryAgainLater {
+			t.Fatalf("refusal %+v, close %d: want capacity_exceeded and close %d", e, status, websocket.StatusTryAgainLater)
 		}
+	}
+	for _, id := range idle {
+		ws := rawWS(t, f.URL, "")
+		if got := rawHello(t, ws, f, id); got != id {
+			t.Fatalf("connector_id %s within its grace came back as %s: it was evicted", id, got)
+		}
+		_ = ws.Close(websocket.StatusNormalClosure, "")
 	}
 	again, id := f.Connect(t, realID)
 	if id != realID {
@@ -364,7 +405,41 @@ func TestInstanceTableSurvivesHelloCloseCycles(t *testing.T) {
 	if _, err := again.Open(testCtx(t), ch); err != nil {
 		t.Fatalf("reopen the signed-in channel: %v", err)
 	}
-	servesAnother(t, f)
+	if got := metricValue(t, f, "xconn_connector_instances_refused_total"); got != 3 {
+		t.Fatalf("instances_refused_total = %v, want 3", got)
+	}
+}
+
+// TestFullInstanceTableAdmitsAfterGrace: once the grace of the instances
+// filling the table has passed, a new hello is admitted: the expired
+// connector_ids are unregistered first (by the janitor, or by the hello
+// itself when the janitor has not run yet).
+func TestFullInstanceTableAdmitsAfterGrace(t *testing.T) {
+	t.Parallel()
+	db := openInstanceTable(t, 2)
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{Store: db,
+		Adjust: func(o *connector.Options) { o.LeaseGrace = 300 * time.Millisecond }})
+	var ids []string
+	for range 2 {
+		ws := rawWS(t, f.URL, "")
+		ids = append(ids, rawHello(t, ws, f, ""))
+		_ = ws.Close(websocket.StatusNormalClosure, "")
+	}
+	var admitted *connectortest.Client
+	eventually(t, "a new instance admitted after the grace", func() bool {
+		c, err := connectortest.Dial(testCtx(t), f.URL, "")
+		if err != nil {
+			return false
+		}
+		if _, err := c.Hello(testCtx(t), helloPayload(f)); err != nil {
+			_ = c.Close()
+			return false
+		}
+		admitted = c
+		return true
+	})
+	t.Cleanup(func() { _ = admitted.Close() })
+	openSigned(t, admitted)
 }
 
 // TestSecretFormValueRefusedBeforeRedaction is review item 2: an auth.start

@@ -18,7 +18,7 @@ type metrics struct {
 	dropped, channelsCreated, descriptorPushes                prometheus.Counter
 	signins, signinFailures, toolReplays, published           prometheus.Counter
 	uploads, uploadsRejected, downloads, filesExpired, leases prometheus.Counter
-	busy, unsignedReclaimed, instancesEvicted, logsSuppressed prometheus.Counter
+	busy, unsignedReclaimed, instancesRefused, logsSuppressed prometheus.Counter
 
 	// inByType and outByType are packetsIn and packetsOut curried by every
 	// known packet type, so that counting a packet is one map read; they
@@ -126,7 +126,7 @@ func newMetrics() *metrics {
 		leases:            f("lease_expirations_total", "connector_id leases that expired and were cleaned up."),
 		busy:              f("packets_busy_total", "Requests answered channel_busy because a queue of their socket was full."),
 		unsignedReclaimed: f("unsigned_channels_reclaimed_total", "Channels without a sign-in deleted after Options.UnsignedChannelTTL."),
-		instancesEvicted:  f("instances_evicted_total", "connector_ids without a socket or a signed-in channel evicted to admit a new one."),
+		instancesRefused:  f("instances_refused_total", "Hellos for a new connector_id refused with capacity_exceeded: the instance table was full of connector_ids within their grace."),
 		logsSuppressed:    f("log_lines_suppressed_total", "Repetitive warning lines left out by the log rate limit."),
 	}
 	m.toolLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{

@@ -40,6 +40,8 @@ const (
 	DefaultUnsignedTTL       = 30 * time.Minute
 	DefaultMaxConns          = 1024
 	DefaultMaxAuthValueBytes = 16 << 10
+	DefaultDedupeWindow      = delivery.DefaultHistoryAge
+	DefaultDedupeHistory     = delivery.DefaultHistoryMax
 )
 
 // Options configures a [Server]. Identity (or a hand-written Card) is
@@ -95,7 +97,9 @@ type Options struct {
 	// process).
 	SigningKey []byte
 	// Logger receives the SDK's logs through a redacting handler; nil
-	// discards them.
+	// uses slog.Default(), so that a consumer's failures and refused
+	// bindings are never lost. Pass slog.New(slog.DiscardHandler) to
+	// discard them.
 	Logger *slog.Logger
 
 	// LeaseGrace is how long a connector_id survives without a
@@ -170,6 +174,22 @@ type Options struct {
 	// OutboxCapacity bounds pending published messages per channel
 	// (default 1000; the oldest are evicted and recorded).
 	OutboxCapacity int
+	// DedupeWindow is how long Channel.Publish remembers a MessageID
+	// after its message left the outbox (accepted, expired, evicted or
+	// refused): within it, publishing the MessageID again is a no-op;
+	// after it the id is forgotten and the same MessageID is published as
+	// a new message (xAgent's inbox may still drop it as a duplicate, if
+	// it remembers). Default 24 h. A remembered id is dropped at the
+	// outbox's next sweep after the window (OutboxTTL/2 at most later).
+	// Pick a window longer than the longest time the target may redeliver
+	// an event (a poll offset lost in a crash, a webhook retried for
+	// hours).
+	DedupeWindow time.Duration
+	// DedupeHistory bounds the remembered MessageIDs of the whole
+	// connector, all channels together (default 10,000): a connector that
+	// publishes more within DedupeWindow forgets the oldest first. It is
+	// the same bound for the IM v1 message.push outbox.
+	DedupeHistory int
 	// ToolCallRetention and MaxToolCalls bound the idempotency records of
 	// side-effecting tools (defaults 24 h and 10,000).
 	ToolCallRetention time.Duration
@@ -232,6 +252,8 @@ func (o Options) withDefaults() (Options, error) {
 	setDur(&o.AckTimeout, DefaultAckTimeout)
 	setDur(&o.OutboxTTL, DefaultOutboxTTL)
 	setInt(&o.OutboxCapacity, DefaultOutboxCapacity)
+	setDur(&o.DedupeWindow, DefaultDedupeWindow)
+	setInt(&o.DedupeHistory, DefaultDedupeHistory)
 	setDur(&o.ToolCallRetention, DefaultToolCallRetention)
 	setInt(&o.MaxToolCalls, DefaultMaxToolCalls)
 	setDur(&o.CloseTimeout, DefaultCloseTimeout)
@@ -247,7 +269,7 @@ func (o Options) withDefaults() (Options, error) {
 	setInt(&o.MaxConns, DefaultMaxConns)
 	setInt(&o.MaxAuthValueBytes, DefaultMaxAuthValueBytes)
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = slog.Default()
 	}
 	return o, nil
 }

@@ -142,8 +142,37 @@ func (s *Server) pushMessage(ctx context.Context, id string, m protocol.MessageP
 	if err != nil {
 		return fmt.Errorf("connector: encode message.push: %w", err)
 	}
+	if err := checkPush(id, &m, payload); err != nil {
+		return err
+	}
 	if _, err := s.outv1.Enqueue(ctx, id, m.MessageID, payload); err != nil {
 		return fmt.Errorf("connector: push message: %w", err)
+	}
+	return nil
+}
+
+// checkPush holds a message.push to IM v1 section 5 before it is stored:
+// the rules of protocol.ValidatePayload (sender_id, message_type, at most
+// one target Session reference, a file_ref per file...), the user-visible
+// content in text or content (IM v1 lists only those; the main text's
+// message is accepted from peers, not emitted) and an address per file
+// (section 9: xAgent reads download_url or url). It returns an
+// invalid_packet *protocol.Error naming every broken rule.
+func checkPush(channel string, m *protocol.MessagePushPayload, payload json.RawMessage) error {
+	env := &protocol.Envelope{Schema: protocol.PacketSchema, PacketID: "check", ConnectorChannelID: channel,
+		Type: protocol.TypeMessagePush, Payload: payload}
+	vs := protocol.ValidatePayload(env, protocol.ToHost)
+	if m.Text == "" && m.Content == "" {
+		vs = append(vs, protocol.Violation{Path: "payload.text", Reason: "text or content must carry the user-visible content (IM v1 section 5)"})
+	}
+	for i := range m.Files {
+		if m.Files[i].SourceURL() == "" {
+			vs = append(vs, protocol.Violation{Path: fmt.Sprintf("payload.files[%d].download_url", i),
+				Reason: "download_url or url is required: xAgent reads the file from it (IM v1 section 9)"})
+		}
+	}
+	if len(vs) > 0 {
+		return &protocol.Error{Code: protocol.CodeInvalidPacket, Message: "PushMessage: " + vs.Error()}
 	}
 	return nil
 }

@@ -135,7 +135,7 @@ func TestPushMessageRequiresSignedInChannel(t *testing.T) {
 		t.Fatal(err)
 	}
 	openSignedOn(t, c, id)
-	if err := h.PushMessage(ctx, protocol.MessagePushPayload{MessageID: "signed-in", Text: "User message: now"}); err != nil {
+	if err := h.PushMessage(ctx, protocol.MessagePushPayload{MessageID: "signed-in", SenderID: "u1", Text: "User message: now"}); err != nil {
 		t.Fatalf("push on a signed-in channel: %v", err)
 	}
 	push, err := c.NextOfType(ctx, protocol.TypeMessagePush)

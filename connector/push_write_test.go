@@ -3,9 +3,12 @@ package connector_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -127,4 +130,83 @@ func TestPushDeliveredOnlyWhenWritten(t *testing.T) {
 		}
 	}
 	checkWire(t, b)
+}
+
+// TestPushMessageValidated is issue 35 item 7: PushMessage holds a
+// message.push to IM v1 section 5 (sender_id; text or content; at most one
+// target Session reference) and section 9 (a file needs file_ref and
+// download_url or url) before it stores anything; a refusal is
+// invalid_packet naming the field. It used to store and send any payload.
+func TestPushMessageValidated(t *testing.T) {
+	t.Parallel()
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{Profiles: []protocol.Profile{protocol.ProfileIMv1}})
+	ctx := testCtx(t)
+	c, _ := f.Connect(t, "")
+	ch := openSigned(t, c)
+	h, err := f.Server.Channel(ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := protocol.MessagePushPayload{SenderID: "u1", RawText: "hi", Text: "User message: hi"}
+	tests := []struct {
+		name  string
+		edit  func(*protocol.MessagePushPayload)
+		field string // "" for a valid message
+	}{
+		{"valid", func(*protocol.MessagePushPayload) {}, ""},
+		{"content instead of text", func(m *protocol.MessagePushPayload) { m.Text, m.Content = "", "User message: hi" }, ""},
+		{"empty raw_text", func(m *protocol.MessagePushPayload) { m.RawText = "" }, ""},
+		{"file with url", func(m *protocol.MessagePushPayload) {
+			m.Files = []protocol.ChatFile{{Type: protocol.FileFile, FileRef: "f1", URL: "https://cdn.example/f1?sig=x"}}
+		}, ""},
+		{"no sender_id", func(m *protocol.MessagePushPayload) { m.SenderID = "" }, "payload.sender_id"},
+		{"no text or content", func(m *protocol.MessagePushPayload) { m.Text = "" }, "payload.text"},
+		{"message only", func(m *protocol.MessagePushPayload) { m.Text, m.Message = "", "User message: hi" }, "payload.text"},
+		{"two session references", func(m *protocol.MessagePushPayload) { m.SessionRef, m.TargetSessionID = "a", "b" }, "at most one"},
+		{"file without file_ref", func(m *protocol.MessagePushPayload) {
+			m.Files = []protocol.ChatFile{{Type: protocol.FileFile, DownloadURL: "/files/refs/x"}}
+		}, "payload.files[0].file_ref"},
+		{"file without an address", func(m *protocol.MessagePushPayload) {
+			m.Files = []protocol.ChatFile{{Type: protocol.FileFile, FileRef: "f1"}}
+		}, "payload.files[0].download_url"},
+		{"file with a bad url", func(m *protocol.MessagePushPayload) {
+			m.Files = []protocol.ChatFile{{Type: protocol.FileFile, FileRef: "f1", URL: "file:///etc/passwd"}}
+		}, "payload.files[0].url"},
+	}
+	for i, tt := range tests {
+		m := ok
+		m.MessageID = fmt.Sprintf("push-%d", i)
+		tt.edit(&m)
+		err := h.PushMessage(ctx, m)
+		if tt.field == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tt.name, err)
+			}
+			continue
+		}
+		if pe := protocol.AsError(err); pe == nil || pe.Code != protocol.CodeInvalidPacket || !strings.Contains(pe.Message, tt.field) {
+			t.Errorf("%s: %v, want invalid_packet naming %s", tt.name, err, tt.field)
+		}
+	}
+	// A last valid message: the channel's pushes keep their order, so
+	// every stored one comes before it.
+	last := ok
+	last.MessageID = "push-last"
+	if err := h.PushMessage(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) == 0 || got[len(got)-1] != "push-last" {
+		push, err := c.NextOfType(ctx, protocol.TypeMessagePush)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vs := protocol.ValidatePayload(push, protocol.ToHost); len(vs) > 0 {
+			t.Errorf("a pushed message is invalid: %v", vs)
+		}
+		got = append(got, decode[protocol.MessagePushPayload](t, push).MessageID)
+	}
+	if want := []string{"push-0", "push-1", "push-2", "push-3", "push-last"}; !slices.Equal(got, want) {
+		t.Fatalf("pushed %v, want only the valid ones %v", got, want)
+	}
 }

@@ -480,8 +480,14 @@ func (sess *session) sendError(req *protocol.Envelope, perr *protocol.Error) {
 // reject sends an error packet answering req and closes the socket with a
 // policy-violation close code (a refused hello).
 func (sess *session) reject(req *protocol.Envelope, perr *protocol.Error) {
+	sess.rejectWith(req, perr, websocket.StatusPolicyViolation)
+}
+
+// rejectWith is reject with the close status code (try again later for a
+// refusal that passes, such as a full instance table).
+func (sess *session) rejectWith(req *protocol.Envelope, perr *protocol.Error, code websocket.StatusCode) {
 	sess.sendError(req, perr)
-	_ = sess.conn.Close(websocket.StatusPolicyViolation, string(perr.Code))
+	_ = sess.conn.Close(code, string(perr.Code))
 }
 
 // Knowing when a frame was written.

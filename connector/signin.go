@@ -30,6 +30,9 @@ type Account[B any] struct {
 	// Secrets lists further values that must never appear in logs, acks
 	// or results.
 	Secrets []string
+
+	// handoff is the client a handler handed over (Clients.With).
+	handoff *handoff
 }
 
 // binding seals a into the raw Binding the SDK stores.
@@ -39,7 +42,7 @@ func (a Account[B]) binding() (Binding, error) {
 		return Binding{}, fmt.Errorf("connector: encode binding %T: %w", a.Binding, err)
 	}
 	secrets := append(secretStrings(reflect.ValueOf(a.Binding), 0), a.Secrets...)
-	return Binding{Data: data, DisplayName: a.DisplayName, AccountHint: a.AccountHint, Secrets: secrets}, nil
+	return Binding{Data: data, DisplayName: a.DisplayName, AccountHint: a.AccountHint, Secrets: secrets, handoff: a.handoff}, nil
 }
 
 // secretStrings returns the non-empty string fields tagged secret:"true"
@@ -142,6 +145,7 @@ func AddForm[In, B any](s *Server, id string, fn SignInFunc[In, B], opts FlowOpt
 		}
 		b, err := acct.binding()
 		if err != nil {
+			s.dropHandoff(ctx, ch.id, &Binding{handoff: acct.handoff})
 			return Binding{}, err
 		}
 		for _, f := range fields {
@@ -205,6 +209,7 @@ func AddQR[B any](s *Server, id string, q QROptions[B]) error {
 			if r.Account != nil {
 				b, err := r.Account.binding()
 				if err != nil {
+					s.dropHandoff(ctx, qs.Channel.ID(), &Binding{handoff: r.Account.handoff})
 					return QRState{}, err
 				}
 				st.Binding = &b
@@ -223,6 +228,7 @@ func AddQR[B any](s *Server, id string, q QROptions[B]) error {
 func CompleteQR[B any](ctx context.Context, s *Server, token string, a Account[B]) error {
 	b, err := a.binding()
 	if err != nil {
+		s.dropHandoff(ctx, "", &Binding{handoff: a.handoff})
 		return err
 	}
 	return s.AuthComplete(ctx, token, b)

@@ -3,10 +3,12 @@ package connector
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
@@ -41,13 +43,20 @@ type chanSnap struct {
 type storedBinding struct {
 	Data    []byte   `json:"d,omitempty"`
 	Secrets []string `json:"s,omitempty"`
+	// At is the sign-in time in Unix milliseconds (0: unknown, a binding
+	// stored before it was recorded).
+	At int64 `json:"t,omitempty"`
 }
 
 func encodeBinding(b Binding) ([]byte, error) {
-	if b.Data == nil && len(b.Secrets) == 0 {
+	if b.Data == nil && len(b.Secrets) == 0 && b.signedInAt.IsZero() {
 		return nil, nil
 	}
-	return json.Marshal(storedBinding{Data: b.Data, Secrets: b.Secrets})
+	sb := storedBinding{Data: b.Data, Secrets: b.Secrets}
+	if !b.signedInAt.IsZero() {
+		sb.At = b.signedInAt.UnixMilli()
+	}
+	return json.Marshal(sb)
 }
 
 func decodeBinding(rec store.Channel) (Binding, error) {
@@ -60,10 +69,14 @@ func decodeBinding(rec store.Channel) (Binding, error) {
 		return b, fmt.Errorf("decode binding of %s: %w", rec.ChannelID, err)
 	}
 	b.Data, b.Secrets = sb.Data, sb.Secrets
+	if sb.At > 0 {
+		b.signedInAt = time.UnixMilli(sb.At)
+	}
 	return b, nil
 }
 
 func (b Binding) clone() Binding {
+	b.handoff = nil
 	b.Data = slices.Clone(b.Data)
 	b.Secrets = slices.Clone(b.Secrets)
 	return b
@@ -135,6 +148,48 @@ func (s *Server) update(ctx context.Context, id string, f func(cs *chanState) er
 	return snap, nil
 }
 
+// statusOf returns the status of a known channel.
+func (s *Server) statusOf(id string) (protocol.ConnectionStatus, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs, ok := s.channels[id]
+	if !ok {
+		return "", false
+	}
+	return cs.rec.Status, true
+}
+
+// errUnchanged makes update skip the store when f changed nothing.
+var errUnchanged = errors.New("unchanged")
+
+// transition sets channel id to status when its current status satisfies
+// from (checked under the lock), persists it and reports whether it
+// changed; the caller pushes the Descriptor. A failure to persist is
+// logged.
+func (s *Server) transition(ctx context.Context, id string, from func(protocol.ConnectionStatus) bool, status protocol.ConnectionStatus) bool {
+	_, err := s.update(ctx, id, func(cs *chanState) error {
+		if cs.rec.Status == status || !from(cs.rec.Status) {
+			return errUnchanged
+		}
+		cs.rec.Status = status
+		return nil
+	})
+	if err != nil && !errors.Is(err, errUnchanged) {
+		s.log.Warn("connector: set channel status", "channel", id, "status", status, "err", err)
+	}
+	return err == nil
+}
+
+// keptBinding returns the binding channel id holds: it is signed in, or
+// expired or revoked and keeps its binding until a new sign-in or logout.
+func (s *Server) keptBinding(id string) (Binding, bool) {
+	st, err := s.channelState(id)
+	if err != nil || (!isAuthenticated(st.rec.Status) && st.rec.Binding == nil) {
+		return Binding{}, false
+	}
+	return st.binding, true
+}
+
 func (s *Server) setStatus(ctx context.Context, id string, status protocol.ConnectionStatus) error {
 	if !slices.Contains(protocol.ConnectionStatuses(), status) {
 		return fmt.Errorf("connector: unknown connection status %q", status)
@@ -180,15 +235,17 @@ func (s *Server) setToolAvailability(ctx context.Context, id, toolID string, a T
 }
 
 func (s *Server) updateBinding(ctx context.Context, id string, b Binding) error {
-	enc, err := encodeBinding(b)
-	if err != nil {
-		return fmt.Errorf("connector: encode binding: %w", err)
-	}
+	b.handoff = nil
 	s.secrets.Add(b.Secrets...)
 	changed := false
-	_, err = s.update(ctx, id, func(cs *chanState) error {
+	_, err := s.update(ctx, id, func(cs *chanState) error {
 		if !isAuthenticated(cs.rec.Status) {
 			return protocol.Errorf(protocol.CodeConnectionNotAuthenticated, "channel %s is not signed in", id)
+		}
+		b.signedInAt = cs.binding.signedInAt // a refreshed token is not a new sign-in
+		enc, err := encodeBinding(b)
+		if err != nil {
+			return fmt.Errorf("connector: encode binding: %w", err)
 		}
 		changed = cs.rec.DisplayName != b.DisplayName || cs.rec.AccountHint != b.AccountHint
 		cs.binding = b.clone()
@@ -208,13 +265,15 @@ func (s *Server) updateBinding(ctx context.Context, id string, b Binding) error 
 // channel's client is made first (it checks the target): its error fails
 // the sign-in and changes nothing. The error is secret-free.
 func (s *Server) bind(ctx context.Context, id, flowID string, b Binding) error {
+	defer s.dropHandoff(ctx, id, &b)
+	b.signedInAt = s.now()
 	enc, err := encodeBinding(b)
 	if err != nil {
 		return fmt.Errorf("connector: encode binding: %w", err)
 	}
 	s.secrets.Add(b.Secrets...)
 	ch := &Channel{srv: s, id: id}
-	att, err := s.attach(ctx, ch, b)
+	att, err := s.attach(ctx, ch, b, ClientSignIn)
 	if err != nil {
 		s.log.Info("connector: sign-in refused by the channel client", "channel", id, "err", s.secrets.Scrub(err.Error()))
 		return signInError(err)
@@ -238,6 +297,7 @@ func (s *Server) bind(ctx context.Context, id, flowID string, b Binding) error {
 		return err
 	}
 	prev := s.swapAttachment(id, att)
+	att.committed()
 	if hadOld {
 		s.runUnbindHook(ctx, ch, old, UnbindReplaced)
 	}

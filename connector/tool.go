@@ -33,9 +33,9 @@ type ToolOptions struct {
 	// the Card's). connector_channel_id is injected either way.
 	InputSchema  json.RawMessage
 	OutputSchema json.RawMessage
-	// SideEffect makes the tool idempotent by (channel, tool_call_id): a
-	// repeat returns the stored result, other arguments are a
-	// tool_call_conflict.
+	// SideEffect makes the tool idempotent by (channel, idempotency key;
+	// see [Call.IdempotencyKey]): a repeat returns the stored result,
+	// other arguments are a tool_call_conflict.
 	SideEffect bool
 	// Public makes the tool available on channels that are not signed in.
 	Public bool
@@ -54,9 +54,21 @@ type Call struct {
 	Channel *Channel
 	ToolID  string
 	// ToolCallID and SessionID are xAgent correlation data, never identity
-	// or authorisation.
+	// or authorisation. Both come from the optional payload.context and
+	// may be empty.
 	ToolCallID string
 	SessionID  string
+	// IdempotencyKey identifies this call across resends within its
+	// channel: the tool_call_id when xAgent sent one; else a key derived
+	// from the envelope's request_id and the tool (section 7: xAgent
+	// generates request_id per request and a resend keeps it; packet_id
+	// changes with each transmission); "" when the packet has neither. A
+	// side-effecting tool (ToolOptions.SideEffect, ToolAct) is recorded
+	// under it, so a repeat is answered from the record; use it too as
+	// the target's own deduplication key (a target message id, a request
+	// uuid) for a side effect that the record cannot cover, such as a
+	// call interrupted by a crash.
+	IdempotencyKey string
 
 	sess      *session // sends the progress events; nil outside a socket
 	channelID string

@@ -196,3 +196,56 @@ func TestToolProfileNotNegotiated(t *testing.T) {
 		t.Fatalf("v1 file download %d %q", code, body)
 	}
 }
+
+// TestIdempotencyWithoutToolCallID is issue 35 item 5: a side-effecting
+// call without payload.context (it is optional, section 8.18) is keyed by
+// its request_id per tool. The same request sent again (a new packet_id,
+// the same request_id, on a new socket too) returns the first result
+// without a second side effect; the same request_id with other arguments
+// is a tool_call_conflict; another request_id runs again. Without the
+// derived key, each resend repeated the side effect.
+func TestIdempotencyWithoutToolCallID(t *testing.T) {
+	t.Parallel()
+	f := sdkfixture.StartFixture(t, sdkfixture.FixtureOptions{})
+	c, cid := f.Connect(t, "")
+	ch := openSigned(t, c)
+	ctx := testCtx(t)
+	send := func(c *connectortest.Client, requestID, text string) *protocol.Envelope {
+		t.Helper()
+		env, _ := connectortest.Packet(protocol.TypeToolInvoke, ch, protocol.ToolInvokePayload{ToolID: sdkfixture.ToolSend,
+			Arguments: json.RawMessage(`{"connector_channel_id":"` + ch + `","text":"` + text + `"}`)})
+		env.RequestID = requestID
+		ack, err := c.RoundTrip(ctx, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack
+	}
+	sends := func() int { _, _, _, n := f.Target.Snapshot(); return n }
+
+	first := send(c, "req-once", "hello")
+	if first.Error != nil || sends() != 1 {
+		t.Fatalf("first call: %+v, %d sends", first.Error, sends())
+	}
+	again := send(c, "req-once", "hello")
+	if again.Error != nil || string(again.Payload) != string(first.Payload) || sends() != 1 {
+		t.Fatalf("resent request: %s %+v, %d sends; want the first result %s and one send", again.Payload, again.Error, sends(), first.Payload)
+	}
+	c.Close()
+	c2, _ := f.Connect(t, cid)
+	if _, err := c2.Open(ctx, ch); err != nil {
+		t.Fatal(err)
+	}
+	if resent := send(c2, "req-once", "hello"); resent.Error != nil || sends() != 1 {
+		t.Fatalf("resent on a new socket: %+v, %d sends", resent.Error, sends())
+	}
+	if conflict := send(c2, "req-once", "other text"); conflict.Error == nil || conflict.Error.Code != string(protocol.CodeToolCallConflict) {
+		t.Fatalf("the same request_id with other arguments: %+v, want tool_call_conflict", conflict.Error)
+	}
+	if other := send(c2, "req-twice", "hello"); other.Error != nil || sends() != 2 {
+		t.Fatalf("another request_id: %+v, %d sends; want a second send", other.Error, sends())
+	}
+	if env := send(c2, "req-twice", "hello"); env.Error != nil || sends() != 2 {
+		t.Fatalf("repeat of req-twice: %+v, %d sends", env.Error, sends())
+	}
+}

@@ -15,7 +15,8 @@ import (
 // extra HTTP routes and close hooks. Written only before Start under s.mu.
 type typedReg struct {
 	bindingType reflect.Type
-	newClient   func(ctx context.Context, ch *Channel, b any) (any, error)
+	clientType  reflect.Type
+	newClient   func(ctx context.Context, ch *Channel, b any, why ClientReason) (any, error)
 	consumers   []*consumerReg
 	flowDecls   []protocol.AuthFlow
 	defaultFlow string

@@ -51,6 +51,10 @@ type botTarget struct {
 	members  map[string]*connector.Members[botBinding]
 	block    chan struct{} // when non-nil, client construction waits for it
 	sentText []string
+	// handle is what SetClient returned; reasons are the ClientReasons
+	// the constructor was called with.
+	handle  *connector.Clients[botBinding, *botClient]
+	reasons []connector.ClientReason
 }
 
 func newBotTarget() *botTarget {
@@ -89,9 +93,10 @@ func startBot(t *testing.T, st store.ConnectorStore, bt *botTarget) (*connector.
 		return connector.Account[botBinding]{Binding: botBinding{Token: in.Token, ChatID: in.ChatID},
 			DisplayName: "bot " + in.Label, AccountHint: connector.Hint(in.Token)}, nil
 	}, connector.FlowOptions{Default: true}))
-	must(connector.SetClient(srv, func(ctx context.Context, ch *connector.Channel, b botBinding) (*botClient, error) {
+	clients, err := connector.SetClient(srv, func(ctx context.Context, ch *connector.Channel, b botBinding, why connector.ClientReason) (*botClient, error) {
 		bt.mu.Lock()
 		block := bt.block
+		bt.reasons = append(bt.reasons, why)
 		bt.mu.Unlock()
 		if block != nil {
 			select {
@@ -111,7 +116,9 @@ func startBot(t *testing.T, st store.ConnectorStore, bt *botTarget) (*connector.
 		c := &botClient{b: b}
 		bt.clients = append(bt.clients, c)
 		return c, nil
-	}))
+	})
+	must(err)
+	bt.handle = clients
 	_, err = connector.AddConsumer(srv, connector.Consumer[string, botBinding]{
 		Key: func(b botBinding) string { return b.Token },
 		Run: func(ctx context.Context, tok string, m *connector.Members[botBinding]) error {
@@ -130,7 +137,7 @@ func startBot(t *testing.T, st store.ConnectorStore, bt *botTarget) (*connector.
 	must(connector.AddTool(srv, "bot_send", func(ctx context.Context, call *connector.Call, in struct {
 		Text string `json:"text"`
 	}) (map[string]string, error) {
-		c, err := connector.ClientOf[*botClient](call.Channel)
+		c, err := clients.Get(call.Channel)
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +147,7 @@ func startBot(t *testing.T, st store.ConnectorStore, bt *botTarget) (*connector.
 		return map[string]string{"status": "sent", "chat": jsonInt(c.b.ChatID)}, nil
 	}, connector.ToolOptions{SideEffect: true}))
 	srv.OnAssistantMessage(func(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
-		_, err := connector.ClientOf[*botClient](ch)
+		_, err := clients.Get(ch)
 		return err
 	})
 	must(srv.Start(testCtx(t)))
@@ -156,8 +163,15 @@ func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 func connectBot(t *testing.T, base string) (*connectortest.Client, string) {
 	t.Helper()
+	return connectOpen(t, base, typedKey)
+}
+
+// connectOpen connects a host-side client with key (closed with the test)
+// and opens a new channel.
+func connectOpen(t *testing.T, base, key string) (*connectortest.Client, string) {
+	t.Helper()
 	ctx := testCtx(t)
-	c, _, err := connectortest.Connect(ctx, base, typedKey)
+	c, _, err := connectortest.Connect(ctx, base, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,15 +273,15 @@ func TestTypedFormSignInNumbersAndClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, ok := connector.BindingOf[botBinding](ch)
-	if !ok || b.ChatID != 4242 || b.Token != "tok-good-1" {
-		t.Fatalf("binding = %+v %v", b, ok)
+	b, err := bt.handle.Binding(ch)
+	if err != nil || b.ChatID != 4242 || b.Token != "tok-good-1" {
+		t.Fatalf("binding = %+v %v", b, err)
 	}
 	out, err := connectortest.Invoke[map[string]string](ctx, c, id, "bot_send", map[string]any{"text": "hi"})
 	if err != nil || out["chat"] != "4242" {
 		t.Fatalf("invoke = %v, %v", out, err)
 	}
-	client, err := connector.ClientOf[*botClient](ch)
+	client, err := bt.handle.Get(ch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,8 +291,8 @@ func TestTypedFormSignInNumbersAndClient(t *testing.T) {
 	if !client.closed.Load() {
 		t.Error("client not closed on logout")
 	}
-	if _, err := connector.ClientOf[*botClient](ch); !isCode(err, protocol.CodeConnectionNotAuthenticated) {
-		t.Errorf("ClientOf after logout: %v", err)
+	if _, err := bt.handle.Get(ch); !isCode(err, protocol.CodeConnectionNotAuthenticated) {
+		t.Errorf("Get after logout: %v", err)
 	}
 }
 
@@ -453,7 +467,9 @@ func TestRegistrationErrorsAtTheCall(t *testing.T) {
 	_ = connector.AddForm(srv, "a", func(context.Context, *connector.Channel, botLogin) (connector.Account[botBinding], error) {
 		return connector.Account[botBinding]{}, nil
 	}, connector.FlowOptions{})
-	if err := connector.SetClient(srv, func(context.Context, *connector.Channel, otherBinding) (int, error) { return 0, nil }); err == nil {
+	if _, err := connector.SetClient(srv, func(context.Context, *connector.Channel, otherBinding, connector.ClientReason) (int, error) {
+		return 0, nil
+	}); err == nil {
 		t.Error("SetClient with another binding type returned nil")
 	}
 	type badForm struct{ Tags []string }

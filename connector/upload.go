@@ -12,7 +12,7 @@ import (
 // Upload is a tool argument declared as an upload reference (sections
 // 8.19 and 10): a field of type Upload (or *Upload, optional) in a tool's
 // input struct appears in the input_schema as
-// {"type": "string", "format": "xagent-upload-ref"} (see
+// {"type": "string", "format": "file_ref"} (see
 // protocol.FormatUploadRef). xAgent shows the model a unified file_ref,
 // uploads the file to this connector's /files/uploads for the channel and
 // passes the returned reference. Before the handler runs, the SDK looks the

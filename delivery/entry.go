@@ -8,8 +8,9 @@ import (
 
 // CodeCapacityExceeded is the code recorded on an [Outcome] of kind
 // [OutcomeEvicted]: the entry was dropped because its channel was full
-// (IM v1 §8). It never travels on the wire.
-const CodeCapacityExceeded protocol.Code = "capacity_exceeded"
+// (IM v1 §8). It never travels on the wire in an outcome; it is
+// [protocol.CodeCapacityExceeded].
+const CodeCapacityExceeded = protocol.CodeCapacityExceeded
 
 // Entry is one pending outbox entry: a complete message that the sender is
 // responsible for until a terminal ack. Entries are values; the Outbox and

@@ -54,6 +54,15 @@ type UserMessage struct {
 	CreatedAt time.Time
 	// Push is the raw IM v1 payload for a legacy message.push, else nil.
 	Push *protocol.MessagePushPayload
+	// TargetSession is the target Session a message.push names
+	// (target_session_ref, session_ref or target_session_id, section
+	// 8.21), nil when it names none, and always for IM v2. The reference
+	// is the connector's and opaque: the host delivers the message with
+	// SessionID, the channel's bound session, as it does without a target
+	// ("by default, xAgent delivers a message without a target to the
+	// dedicated Connector Session"). An Agent that keeps sessions of its
+	// own may route by it, after checking that it names one of UserID's.
+	TargetSession *SessionTarget
 }
 
 // File is a file received from a connector and stored locally.

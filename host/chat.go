@@ -74,44 +74,6 @@ func (rt *runtime) handleChat(ctx context.Context, s *session, env *protocol.Env
 	s.ack(env, v.Ack(p.MessageID))
 }
 
-// handlePush receives a legacy IM v1 message.push: deduplicated by
-// message_id, files downloaded, handed to the Agent. message.push has no ack.
-func (rt *runtime) handlePush(ctx context.Context, s *session, r *route, env *protocol.Envelope) {
-	if r == nil || r.ucID == "" || !r.neg.Allows(env.Type, protocol.ToHost) {
-		return
-	}
-	var p protocol.MessagePushPayload
-	if err := env.DecodePayload(&p); err != nil || p.MessageID == "" {
-		rt.h.log.Warn("host: message.push ignored: bad payload", "card_id", rt.cardID, "channel", r.channelID)
-		return
-	}
-	text := p.Text
-	if text == "" {
-		text = p.Content
-	}
-	if text == "" {
-		text = p.Message
-	}
-	content := delivery.Content{Text: text, Files: p.Files}
-	v, err := rt.h.inbox.Begin(ctx, r.ucID, p.MessageID, content)
-	if err != nil || v != delivery.VerdictNew {
-		return
-	}
-	msg, err := rt.userMessage(ctx, r, p.MessageID, text, p.Files, protocol.ProfileIMv1)
-	if err == nil {
-		msg.Push = &p
-		err = rt.deliver(ctx, msg)
-	}
-	if err != nil {
-		rt.h.inbox.Abort(r.ucID, p.MessageID)
-		rt.h.log.Warn("host: message.push not delivered", "card_id", rt.cardID, "message_id", p.MessageID, "err", err)
-		return
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeGrace)
-	defer cancel()
-	_, _ = rt.h.inbox.Commit(cctx, r.ucID, p.MessageID, content)
-}
-
 // userMessage builds the Agent's message, downloading its files.
 func (rt *runtime) userMessage(ctx context.Context, r *route, messageID, text string, files []protocol.ChatFile, profile protocol.Profile) (*UserMessage, error) {
 	c, err := rt.h.userChannel(ctx, r.userID, rt.cardID, r.ucID)

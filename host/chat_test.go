@@ -265,6 +265,9 @@ func TestResolveDownloadURL(t *testing.T) {
 		{"http://h:1/pre", "https://cdn/x", "https://cdn/x"},
 		{"http://h:1", "ftp://x/y", ""},
 		{"http://h:1", "//evil/x", ""},
+		// Empty is no address: it used to name the connector's root page.
+		{"http://h:1/pre", "", ""},
+		{"http://h:1", "  ", ""},
 	}
 	for _, tt := range tests {
 		base, _ := parseURL(tt.base)

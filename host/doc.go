@@ -38,9 +38,12 @@
 //   - files: every file the host downloads (of a user message or a tool
 //     result) gets a unified file_ref ([File.Ref]), the only reference a
 //     model sees; [Host.RegisterFile] adds the platform's own files and
-//     [Host.LookupFile] resolves them. Downloads come only from the
-//     connector's Base URL origin unless Options.DownloadOrigins allows
-//     more, and are bounded in count and size;
+//     [Host.LookupFile] resolves them. A download from the connector's
+//     Base URL origin is made as any request to it; one from another
+//     origin (a signed CDN URL) reaches public addresses only, checked
+//     after DNS resolution and on every redirect, unless
+//     Options.AllowPrivateDownloads; Options.DownloadOrigins can restrict
+//     the origins. Downloads are bounded in count and size;
 //   - the IM v2 virtual message channel: inbound chat.message (deduplicated
 //     by the delivery inbox, files downloaded) reaches an [Agent]; its
 //     [ReplyStream] sends activity, deltas and finals, the finals pending in

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xconn/xconn/internal/netguard"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -21,6 +22,10 @@ import (
 // is kept; a relative one is resolved against the Base URL, its path prefix
 // prepended unless the URL already starts with it (section 13).
 func resolveDownloadURL(base *url.URL, raw string) (*url.URL, error) {
+	if strings.TrimSpace(raw) == "" {
+		// Resolved, it would name the connector's root page.
+		return nil, errors.New("file has no download_url (or url)")
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("download_url does not parse")
@@ -111,22 +116,19 @@ func (h *Host) downloadOne(ctx context.Context, base *url.URL, dir string, cf pr
 	if cf.ByteSize > h.opts.MaxFileBytes {
 		return File{}, &protocol.Error{Code: CodeFileTooLarge, Message: fmt.Sprintf("file of %d bytes exceeds the limit of %d", cf.ByteSize, h.opts.MaxFileBytes)}
 	}
-	u, err := resolveDownloadURL(base, cf.DownloadURL)
+	u, err := resolveDownloadURL(base, cf.SourceURL())
 	if err != nil {
 		return File{}, &protocol.Error{Code: protocol.CodeInvalidPacket, Message: err.Error()}
 	}
-	if err := h.origins.check(base, u); err != nil {
-		return File{}, fail(false, "%v", err)
-	}
-	req, err := http.NewRequestWithContext(withDownloadBase(ctx, base), http.MethodGet, u.String(), nil)
-	if err != nil {
-		return File{}, fail(false, "bad download request")
-	}
-	resp, err := h.dlClient.Do(req) // no Authorization header (section 3)
+	resp, err := h.dl.get(ctx, base, u) // no Authorization header (section 3)
 	if err != nil {
 		var oe *originError
-		if errors.As(err, &oe) {
-			return File{}, fail(false, "redirected: %v", oe)
+		var be *netguard.BlockedError
+		switch {
+		case errors.As(err, &oe):
+			return File{}, fail(false, "%v", oe)
+		case errors.As(err, &be):
+			return File{}, fail(false, "download_url refused: %v", be)
 		}
 		return File{}, fail(true, "download failed: %v", redactURLError(err))
 	}

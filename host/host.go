@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -37,8 +36,7 @@ type Host struct {
 	filesDir string
 	tempDir  bool
 	files    *fileRegistry // unified file_refs of the users' files
-	origins  downloadOrigins
-	dlClient *http.Client // HTTPClient with redirects held to origins
+	dl       *downloader   // fetches download_urls (origins and address guard)
 
 	admitMu sync.Mutex // serialises admissions (one connector per card id)
 
@@ -68,12 +66,11 @@ func New(opts Options) (*Host, error) {
 		return nil, errors.New("host: Options.Store is required")
 	}
 	opts = opts.withDefaults()
-	origins, err := parseDownloadOrigins(opts.DownloadOrigins)
+	downloads, err := newDownloader(opts)
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{opts: opts, log: opts.Logger, st: opts.Store, conns: map[string]*runtime{}, origins: origins}
-	h.dlClient = origins.downloadClient(opts.HTTPClient)
+	h := &Host{opts: opts, log: opts.Logger, st: opts.Store, conns: map[string]*runtime{}, dl: downloads}
 	h.files = newFileRegistry(opts.MaxFileRefs, opts.MaxFileRefBytes)
 	h.chans = newChannelCache(opts.Store, opts.MaxCachedChannels)
 	dl := opts.Delivery

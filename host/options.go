@@ -131,16 +131,33 @@ type Options struct {
 	// FilesDir receives downloaded inbound files. "" creates a temporary
 	// directory that Close removes.
 	FilesDir string
-	// DownloadOrigins are the origins (scheme://host[:port]) from which the
-	// host downloads a download_url (of an inbound chat.message or
-	// message.push file, or of a file in a tool result) besides the
-	// connector's own Base URL origin, which is always allowed; redirects
-	// are held to the same rule. [AnyDownloadOrigin] ("*") allows any
-	// origin. The default (none) keeps a connector from making the host
-	// fetch other addresses, internal ones included: a download_url of
-	// another origin fails its file with file_download_failed (not
-	// retryable).
+	// DownloadOrigins, when set, restricts the origins (scheme://host[:port])
+	// from which the host downloads a download_url (of an inbound
+	// chat.message or message.push file, or of a file in a tool result) to
+	// these and the connector's own Base URL origin; redirects are held to
+	// the same rule, and a refusal fails the file with file_download_failed
+	// (not retryable). Empty (the default) or [AnyDownloadOrigin] ("*")
+	// allows any origin: IM v2 sections 3 and 5.3 let a connector hand out
+	// signed or one-time URLs of a CDN or an object store. Either way an
+	// origin other than the connector's own is fetched from public
+	// addresses only (see AllowPrivateDownloads).
 	DownloadOrigins []string
+	// AllowPrivateDownloads lets a download_url of another origin than
+	// the connector's reach private networks: loopback, private (RFC
+	// 1918, site-local), unique-local, link-local and shared (CGNAT,
+	// 100.64/10) addresses. By default they are refused, as an SSRF guard
+	// that does not depend on the origin: the check runs on the addresses
+	// a name resolves to, at connect time (a name that resolves
+	// differently a second time cannot slip through) and again on every
+	// redirect, and fails the file with file_download_failed (not
+	// retryable) naming the address and its class. Cloud-metadata,
+	// multicast, broadcast, unspecified and reserved addresses are
+	// refused even with it. Such downloads connect directly, without the
+	// HTTPClient's proxy. The connector's own Base URL origin, which the
+	// administrator configured, is never checked. Set it for a
+	// deployment whose file servers live on its own network, and in tests
+	// on loopback.
+	AllowPrivateDownloads bool
 
 	HealthInterval       time.Duration // default DefaultHealthInterval
 	HTTPTimeout          time.Duration // default DefaultHTTPTimeout

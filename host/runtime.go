@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xconn/xconn/protocol"
@@ -38,6 +39,9 @@ type runtime struct {
 	// projs are the model projections of the current Card's tools, by
 	// tool_id (see projection); reset with the Card.
 	projs map[string]toolProjection
+	// failedPushes counts the IM v1 message.push packets not handed to the
+	// Agent (see pushFailed).
+	failedPushes atomic.Int64
 }
 
 func newRuntime(h *Host, e store.CatalogEntry, card *protocol.Card) *runtime {
@@ -126,7 +130,7 @@ func (rt *runtime) snapshot() *Connector {
 	defer rt.mu.Unlock()
 	c := &Connector{CardID: rt.cardID, BaseURL: rt.entry.BaseURL, ConnectorID: rt.entry.ConnectorID,
 		Card: rt.card, Skill: rt.entry.Skill, Health: rt.health, Link: rt.link, LastError: rt.lastErr,
-		CreatedAt: rt.entry.CreatedAt, UpdatedAt: rt.entry.UpdatedAt}
+		CreatedAt: rt.entry.CreatedAt, UpdatedAt: rt.entry.UpdatedAt, FailedPushes: rt.failedPushes.Load()}
 	c.Profiles = protocol.Negotiate(rt.card, rt.h.opts.SupportedProfiles).Profiles()
 	return c
 }

@@ -300,9 +300,17 @@ func (s *session) send(ctx context.Context, env *protocol.Envelope) error {
 func (s *session) onFrame(env *protocol.Envelope, _ []byte, err error) {
 	if err != nil {
 		s.rt.h.log.Warn("host: bad frame from connector", "card_id", s.rt.cardID, "err", err)
+		s.sendError(nil, protocol.Errorf(protocol.CodeInvalidPacket, "not a packet: a JSON object in a text frame is required"))
 		return
 	}
 	s.rt.h.observe(protocol.ToHost, s.rt.cardID, env)
+	if env.Schema != protocol.PacketSchema || env.PacketID == "" || env.Type == "" {
+		// Section 7: schema, packet_id and type are required; such a
+		// packet is not processed, acks included.
+		s.rt.h.log.Warn("host: packet without schema, packet_id or type", "card_id", s.rt.cardID, "type", env.Type)
+		s.sendError(env, protocol.Errorf(protocol.CodeInvalidPacket, "schema %s, packet_id and type are required", protocol.PacketSchema))
+		return
+	}
 	switch {
 	case env.Type == protocol.TypeChatMessageAck:
 		s.mu.Lock()
@@ -447,7 +455,26 @@ func (s *session) handlePush(env *protocol.Envelope) {
 		pe := protocol.ErrorFromWire(env.Error)
 		h.log.Warn("host: error packet from connector", "card_id", s.rt.cardID, "channel", env.ConnectorChannelID, "err", pe)
 	default:
-		h.log.Debug("host: unexpected packet ignored", "card_id", s.rt.cardID, "type", env.Type)
+		s.unexpected(env)
+	}
+}
+
+// unexpected answers a packet the host does not take from a connector. An
+// ack that matched no request in flight (a late answer after its timeout)
+// is ignored. A Profile's packet that travels only to the connector or
+// that the channel did not negotiate is dropped silently (IM v2 section
+// 10). Anything else, an unknown type or a common packet that only
+// xAgent sends, gets an error packet unsupported_packet (section 8.23).
+func (s *session) unexpected(env *protocol.Envelope) {
+	spec, known := protocol.LookupPacket(env.Type)
+	switch {
+	case known && spec.IsAck && spec.Direction&protocol.ToHost != 0:
+		s.rt.h.log.Debug("host: ack without a request in flight ignored", "card_id", s.rt.cardID, "type", env.Type)
+	case known && spec.Profile != "":
+		s.rt.h.log.Debug("host: packet of a Profile not taken from a connector dropped", "card_id", s.rt.cardID, "type", env.Type)
+	default:
+		s.rt.h.log.Debug("host: unsupported packet", "card_id", s.rt.cardID, "type", env.Type)
+		s.sendError(env, protocol.Errorf(protocol.CodeUnsupportedPacket, "packet type %q is not one a Connector sends to xAgent", env.Type))
 	}
 }
 
@@ -490,6 +517,30 @@ func (s *session) toWorker(env *protocol.Envelope) {
 		_ = env.DecodePayload(&p)
 		s.ack(env, protocol.ChatAckPayload{MessageID: p.MessageID, Status: protocol.AckRejected,
 			Code: string(protocol.CodeChannelBusy), Message: "channel queue full", Retryable: ptr(true)})
+	}
+}
+
+// sendError answers a packet from the connector with an error packet
+// (sections 7 and 8.23): request_id and connector_channel_id echoed,
+// reply_to its packet_id; req nil for a frame that was no packet. It never
+// blocks (it may run on the reader goroutine): with the send queue full
+// the error is dropped, and it never answers an error packet.
+func (s *session) sendError(req *protocol.Envelope, perr *protocol.Error) {
+	if req != nil && req.Type == protocol.TypeError {
+		return
+	}
+	env := &protocol.Envelope{Schema: protocol.PacketSchema, Type: protocol.TypeError}
+	if req != nil {
+		env = req.Reply(protocol.TypeError)
+	}
+	env.PacketID, env.Time, env.Error = newID("pkt_"), nowMillis(), perr.Wire()
+	frame, err := env.MarshalJSON()
+	if err != nil {
+		return
+	}
+	s.rt.h.observe(protocol.ToConnector, s.rt.cardID, env)
+	if err := s.conn.TrySendRaw(frame); err != nil {
+		s.rt.h.log.Debug("host: error packet not sent", "card_id", s.rt.cardID, "code", perr.Code, "err", err)
 	}
 }
 

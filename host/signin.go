@@ -173,7 +173,7 @@ func (h *Host) signin(ctx context.Context, rt *runtime, userID string, uc *store
 	}
 	sess, err := rt.waitOnline(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("host: sign-in: %w", err)
+		return nil, fmt.Errorf("host: data plane: %w", err)
 	}
 	var r *route
 	if uc != nil {
@@ -185,7 +185,7 @@ func (h *Host) signin(ctx context.Context, rt *runtime, userID string, uc *store
 		r, err = sess.openChannel(ctx, "", "", userID)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("host: sign-in: channel.open: %w", err)
+		return nil, fmt.Errorf("host: channel.open: %w", err)
 	}
 	h.mu.Lock()
 	switch {
@@ -222,7 +222,7 @@ func (h *Host) signin(ctx context.Context, rt *runtime, userID string, uc *store
 	case err := <-started:
 		if err != nil {
 			<-s.done
-			return nil, fmt.Errorf("host: sign-in: %w", err)
+			return nil, fmt.Errorf("host: %s: %w", protocol.TypeAuthStart, err)
 		}
 		return s, nil
 	case <-ctx.Done():

@@ -63,8 +63,14 @@ type Connector struct {
 	Profiles []protocol.Profile
 	// LastError is the latest health or link failure, secret-free.
 	LastError string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// FailedPushes counts the IM v1 message.push packets of this connector
+	// that did not reach the Agent since the host started (malformed, on a
+	// channel that is not open or not negotiated, a file that could not be
+	// downloaded, the Agent refused): message.push has no ack, so each is
+	// also logged with its message_id and reported as an EventPushFailed.
+	FailedPushes int64
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 // EventKind names an [Event].
@@ -79,6 +85,7 @@ const (
 	EventToolProgress      EventKind = "tool_progress"      // a tool.progress.push arrived
 	EventDelivery          EventKind = "delivery"           // an assistant final reached a terminal outcome
 	EventDescriptorIgnored EventKind = "descriptor_ignored" // a pushed Descriptor failed validation and was ignored
+	EventPushFailed        EventKind = "push_failed"        // an IM v1 message.push did not reach the Agent; Detail: message_id, code, reason
 )
 
 // Event is one observable state change, passed to [Options.OnEvent].

@@ -15,7 +15,7 @@ import (
 
 // FileRefDescription is what the model reads about an argument that takes a
 // unified file_ref (a tool argument the Card declares as an upload
-// reference, protocol.FormatUploadRef).
+// reference; see protocol.UploadRefArguments for the spellings read).
 const FileRefDescription = "file_ref of a file of this conversation (one the user sent or a tool returned), passed unchanged; the host hands the file to the tool."
 
 // toolProjection is a tool's input_schema as the model sees it.

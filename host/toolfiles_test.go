@@ -191,7 +191,7 @@ func TestUploadRefArgumentsProjectedAndConverted(t *testing.T) {
 		t.Fatalf("file args %v of %+v", def.FileArgs, def)
 	}
 	params := string(def.Parameters)
-	if strings.Contains(params, protocol.FormatUploadRef) || !strings.Contains(params, "file_ref of a file of this conversation") ||
+	if strings.Contains(params, `"format"`) || !strings.Contains(params, "file_ref of a file of this conversation") ||
 		!strings.Contains(params, "The document to send.") || !strings.Contains(params, `"caption"`) {
 		t.Fatalf("projected parameters: %s", params)
 	}
@@ -351,4 +351,33 @@ func containsInt(s []int, v int) bool {
 		}
 	}
 	return false
+}
+
+// TestProjectThirdPartyUploadRefs is issue 35 item 6: a Card xconn did not
+// write declares its upload references in the spellings a third party
+// uses (the spec names no keyword); each is projected as a unified
+// file_ref, its format dropped, and the other arguments are kept.
+func TestProjectThirdPartyUploadRefs(t *testing.T) {
+	tool := &protocol.Tool{ToolID: "thirdparty_send", InputSchema: json.RawMessage(`{"type":"object","required":["connector_channel_id"],"properties":{` +
+		`"connector_channel_id":{"type":"string"},"file_ref":{"type":"string","description":"The file."},` +
+		`"attachment":{"type":"string","format":"upload-ref"},"legacy":{"type":"string","format":"xagent-upload-ref"},` +
+		`"when":{"type":"string","format":"date-time"}}}`)}
+	p := projectTool(tool)
+	if got := strings.Join(p.fileArgs, ","); got != "attachment,file_ref,legacy" {
+		t.Fatalf("file args %q, want attachment,file_ref,legacy", got)
+	}
+	var schema struct {
+		Properties map[string]map[string]string `json:"properties"`
+	}
+	if err := json.Unmarshal(p.params, &schema); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range p.fileArgs {
+		if prop := schema.Properties[name]; prop["format"] != "" || !strings.HasPrefix(prop["description"], FileRefDescription) {
+			t.Errorf("%s projected as %v", name, prop)
+		}
+	}
+	if schema.Properties["when"]["format"] != "date-time" {
+		t.Errorf("another argument changed: %v", schema.Properties["when"])
+	}
 }

@@ -24,7 +24,7 @@ type FunctionDef struct {
 	// [ToolMessageSend]), which [Host.Invoke] runs itself.
 	Builtin bool
 	// FileArgs are the top-level arguments the Card declares as upload
-	// references (protocol.FormatUploadRef), sorted. The model sees each
+	// references (protocol.UploadRefArguments), sorted. The model sees each
 	// as a string that takes a unified file_ref ([File.Ref]) of a file of
 	// the conversation, described by [FileRefDescription]; [Host.Invoke]
 	// uploads that file to the connector and passes the connector's

@@ -162,6 +162,15 @@ func decodeConnectionFast(data []byte, c *Connection) bool {
 			i, dst = 3, &c.TargetType
 		case "status":
 			i, dst = 4, &c.Status
+		case ExtSignedInAt:
+			if _, dup := c.Extensions[ExtSignedInAt]; dup {
+				return false
+			}
+			if c.Extensions == nil {
+				c.Extensions = Extensions{}
+			}
+			c.Extensions[ExtSignedInAt] = cloneRaw(val)
+			return true
 		case "profiles":
 			if seen[5] {
 				return false

@@ -36,6 +36,8 @@ var fastAckSeeds = []string{
 	``,
 	`{"connector_channel_id":"a"`,
 	`{"connector_channel_id":"a" "connection_descriptor":{}}`,
+	`{"connector_channel_id":"a","connection_descriptor":{"connection":{"status":"connected","x-signed-in-at":1790000000000}}}`,
+	`{"connector_channel_id":"a","connection_descriptor":{"connection":{"x-signed-in-at":1,"x-signed-in-at":2}}}`,
 }
 
 // checkFastAck compares the fast decoder with DecodePayload on data: when
@@ -71,7 +73,7 @@ func checkFastAck(t *testing.T, data []byte) (taken bool) {
 
 func TestDecodeChannelOpenAckFast(t *testing.T) {
 	t.Parallel()
-	takes := map[int]bool{0: true, 1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 8: true}
+	takes := map[int]bool{0: true, 1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 8: true, 27: true}
 	for i, s := range fastAckSeeds {
 		if got := checkFastAck(t, []byte(s)); got != takes[i] {
 			t.Errorf("seed %d %s: taken %v, want %v", i, s, got, takes[i])

@@ -37,6 +37,12 @@ const (
 	CodeTargetDeliveryFailed Code = "target_delivery_failed"
 	// CodeChannelBusy: a temporary failure; the sender retries later.
 	CodeChannelBusy Code = "channel_busy"
+	// CodeCapacityExceeded: a bounded table or queue is full (IM v1
+	// section 8 names it as the reason recorded for an eviction). xconn
+	// also answers it to a hello for a new connector_id when the
+	// Connector's instance table holds only connector_ids within their
+	// reconnection grace (section 8.2 forbids evicting them).
+	CodeCapacityExceeded Code = "capacity_exceeded"
 	// CodeMessageConflict: a message_id seen before arrived with other content.
 	CodeMessageConflict Code = "message_conflict"
 	// CodeDeltaSequenceInvalid: a delta skipped a sequence number or conflicts

@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/xconn/xconn/protocol"
 )
@@ -52,4 +53,20 @@ func ExampleNegotiate() {
 	// true
 	// false
 	// false
+}
+
+// Find the upload-reference arguments of a Card tool, whichever spelling
+// the Card uses (the spec names no keyword): xconn's own format, another
+// spelling of it, and a string property named file_ref.
+func ExampleUploadRefArguments() {
+	schema := json.RawMessage(`{"type":"object","required":["connector_channel_id"],"properties":{
+		"connector_channel_id":{"type":"string"},
+		"photo":{"type":"string","format":"` + protocol.FormatUploadRef + `"},
+		"attachment":{"type":"string","format":"upload-ref"},
+		"file_ref":{"type":"string"},
+		"caption":{"type":"string"}}}`)
+	names := protocol.UploadRefArguments(schema)
+	slices.Sort(names)
+	fmt.Println(names)
+	// Output: [attachment file_ref photo]
 }

@@ -184,14 +184,28 @@ type ChatMessagePayload struct {
 
 // ChatFile is one file of a chat.message or message.push (IM v2 section 5.2).
 type ChatFile struct {
-	Type        FileType   `json:"type,omitempty"`
-	FileRef     string     `json:"file_ref"`
-	Filename    string     `json:"filename,omitempty"`
-	MimeType    string     `json:"mime_type,omitempty"`
-	ByteSize    int64      `json:"byte_size,omitempty"`
-	ExpiresAt   int64      `json:"expires_at,omitempty"`
-	DownloadURL string     `json:"download_url,omitempty"`
-	Extensions  Extensions `json:"-"`
+	Type        FileType `json:"type,omitempty"`
+	FileRef     string   `json:"file_ref"`
+	Filename    string   `json:"filename,omitempty"`
+	MimeType    string   `json:"mime_type,omitempty"`
+	ByteSize    int64    `json:"byte_size,omitempty"`
+	ExpiresAt   int64    `json:"expires_at,omitempty"`
+	DownloadURL string   `json:"download_url,omitempty"`
+	// URL is the other spelling IM v1 allows on a message.push file (IM v1
+	// section 9: xAgent's file reader needs download_url or url). IM v2
+	// defines only download_url; read a file's address with
+	// [ChatFile.SourceURL].
+	URL        string     `json:"url,omitempty"`
+	Extensions Extensions `json:"-"`
+}
+
+// SourceURL returns where the file is downloaded from: download_url, else
+// the IM v1 url, else "" (a file that cannot be read).
+func (f *ChatFile) SourceURL() string {
+	if f.DownloadURL != "" {
+		return f.DownloadURL
+	}
+	return f.URL
 }
 
 // ChatDeltaPayload is the payload of chat.message.delta (IM v2 section 6).

@@ -125,3 +125,38 @@ func TestCaseVariantMembersStayExtensions(t *testing.T) {
 		}
 	}
 }
+
+// TestChatFileSourceURL: an IM v1 file may spell its address url (IM v1
+// section 9); SourceURL reads download_url first, then url.
+func TestChatFileSourceURL(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`{"file_ref":"f","download_url":"/files/refs/f"}`, "/files/refs/f"},
+		{`{"file_ref":"f","url":"https://cdn.example/f?sig=1"}`, "https://cdn.example/f?sig=1"},
+		{`{"file_ref":"f","download_url":"/files/refs/f","url":"https://cdn.example/f"}`, "/files/refs/f"},
+		{`{"file_ref":"f"}`, ""},
+	} {
+		var f ChatFile
+		if err := json.Unmarshal([]byte(tt.in), &f); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.SourceURL(); got != tt.want {
+			t.Errorf("%s: SourceURL() = %q, want %q", tt.in, got, tt.want)
+		}
+		if _, ok := f.Extensions["url"]; ok {
+			t.Errorf("%s: url left in Extensions", tt.in)
+		}
+		out, err := json.Marshal(f)
+		if err != nil || !jsonEqual(out, []byte(tt.in)) {
+			t.Errorf("%s: re-encoded as %s (%v)", tt.in, out, err)
+		}
+	}
+}
+
+// jsonEqual reports whether a and b hold the same JSON value.
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}

@@ -326,6 +326,14 @@ func (v *payloadValidator) messagePush() {
 		if f.FileRef == "" {
 			v.vs.add(joinPath("payload.files", i, "file_ref"), "is required")
 		}
+		for _, u := range []struct{ name, val string }{{"download_url", f.DownloadURL}, {"url", f.URL}} {
+			if u.val == "" {
+				continue
+			}
+			if reason := checkDownloadURL(u.val); reason != "" {
+				v.vs.add(joinPath("payload.files", i, u.name), "%s", reason)
+			}
+		}
 	}
 }
 

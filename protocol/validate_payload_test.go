@@ -78,6 +78,8 @@ func TestValidatePayloadRules(t *testing.T) {
 		{"message.push no sender", TypeMessagePush, `{"provider":"wechat","profile":"xagent.im.v1","event_kind":"e","message_id":"m","message_type":"text","raw_text":"","text":"hi"}`, ToHost, "payload.sender_id"},
 		{"message.push no content", TypeMessagePush, `{"provider":"wechat","profile":"xagent.im.v1","event_kind":"e","message_id":"m","sender_id":"s","message_type":"text","raw_text":""}`, ToHost, "payload.text"},
 		{"message.push two session refs", TypeMessagePush, `{"provider":"w","profile":"xagent.im.v1","event_kind":"e","message_id":"m","sender_id":"s","message_type":"text","raw_text":"","content":"c","session_ref":"a","target_session_id":"b"}`, ToHost, "payload"},
+		{"message.push file with url", TypeMessagePush, `{"provider":"w","profile":"xagent.im.v1","event_kind":"e","message_id":"m","sender_id":"s","message_type":"file","raw_text":"","text":"c","files":[{"file_ref":"f","url":"https://cdn.example/f?sig=1"}]}`, ToHost, ""},
+		{"message.push file with a bad url", TypeMessagePush, `{"provider":"w","profile":"xagent.im.v1","event_kind":"e","message_id":"m","sender_id":"s","message_type":"file","raw_text":"","text":"c","files":[{"file_ref":"f","url":"ftp://cdn.example/f"}]}`, ToHost, "payload.files[0].url"},
 		{"message.push file without ref", TypeMessagePush, `{"provider":"w","profile":"xagent.im.v1","event_kind":"e","message_id":"m","sender_id":"s","message_type":"file","raw_text":"","message":"c","files":[{"type":"file"}]}`, ToHost, "payload.files[0].file_ref"},
 		// chat.message
 		{"chat text only", TypeChatMessage, `{"message_id":"m","text":"hi"}`, ToConnector, ""},

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"io"
 	"log/slog"
+	"net/url"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -31,6 +33,8 @@ type agentFlags struct {
 	maxRounds int
 	memory    int
 	noImages  bool
+	// noPreflight skips the model server check at start (preflight).
+	noPreflight bool
 }
 
 // register adds the flags; def is the help text of --agent.
@@ -42,6 +46,43 @@ func (a *agentFlags) register(fs *pflag.FlagSet, def string) {
 	fs.IntVar(&a.maxRounds, "max-tool-rounds", openai.DefaultMaxToolRounds, "tool rounds per user message for --agent openai")
 	fs.IntVar(&a.memory, "memory-messages", openai.DefaultMemoryMessages, "past messages per channel the openai agent remembers")
 	fs.BoolVar(&a.noImages, "no-images", false, "send images to the model as notes, for text-only models (--agent openai)")
+	fs.BoolVar(&a.noPreflight, "no-preflight", false, "do not check the model server, key and model at start (--agent openai)")
+}
+
+// describe is the line that says which agent answers: for a model, its
+// name, the server and where the key comes from (never the key).
+func (a *agentFlags) describe() string {
+	if a.name != agentOpenAI {
+		return fmt.Sprintf("Agent: %s", a.name)
+	}
+	key := "no key (" + envOpenAIKey + " is unset)"
+	if os.Getenv(envOpenAIKey) != "" {
+		key = "key from " + envOpenAIKey
+	}
+	return fmt.Sprintf("Agent: openai, model %s at %s; %s", a.model, a.baseURL, key)
+}
+
+// preflight checks the model server of an openai agent before anything
+// is started (unless --no-preflight): a wrong base URL, key or model is
+// one line and exit 1; a server that is only busy or failing just now is
+// a warning on log, and the command goes on.
+func (a *agentFlags) preflight(ctx context.Context, ag host.Agent, log *slog.Logger) error {
+	p, ok := ag.(interface{ Preflight(context.Context) error })
+	if a.noPreflight || !ok {
+		return nil
+	}
+	err := p.Preflight(ctx)
+	var pe *openai.PreflightError
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &pe) && !pe.Permanent():
+		log.Warn("the model server is not answering normally; going on", "err", err)
+		return nil
+	}
+	return &exitError{code: 1, err: fmt.Errorf("%w (--no-preflight skips this check)", err)}
 }
 
 // check reports usage errors (exit 2) before anything is started.
@@ -51,11 +92,15 @@ func (a *agentFlags) check() error {
 		return nil
 	case agentOpenAI:
 		if a.model == "" {
-			return fmt.Errorf("--agent openai needs --model (for example --model gpt-4o-mini, or --model llama3.2 with --base-url http://127.0.0.1:11434/v1)")
+			return usageError(fmt.Errorf("--agent openai needs --model (for example --model gpt-4o-mini, or --model llama3.2 with --base-url http://127.0.0.1:11434/v1)"))
+		}
+		u, err := url.Parse(a.baseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageError(fmt.Errorf("--base-url %q: want the model server's absolute http(s) API root, such as http://127.0.0.1:11434/v1", a.baseURL))
 		}
 		return nil
 	}
-	return fmt.Errorf("unknown --agent %q (known: %s, %s)", a.name, agentEcho, agentOpenAI)
+	return usageError(fmt.Errorf("unknown --agent %q (known: %s, %s)", a.name, agentEcho, agentOpenAI))
 }
 
 // agentBinder is an agent that needs the host and its store after they
@@ -83,14 +128,6 @@ func (a *agentFlags) build(log *slog.Logger, secrets *connector.Redactor) (host.
 		return nil, err
 	}
 	return ag, nil
-}
-
-// agentLogger is the openai agent's logger for the demo: warnings and
-// errors on errOut, the provider key redacted.
-func agentLogger(errOut io.Writer) (*slog.Logger, *connector.Redactor) {
-	secrets := connector.NewRedactor(0)
-	h := slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn})
-	return slog.New(connector.NewRedactingHandler(h, secrets)), secrets
 }
 
 // bindAgent completes an agent that needs the host and its store.

@@ -71,7 +71,7 @@ func TestHostAgentOpenAI(t *testing.T) {
 	}
 	defer conn.Server().Close(ctx)
 	srv.Config.Handler = conn.Server()
-	model := openaitest.NewServer(openaitest.Options{APIKey: modelKey})
+	model := openaitest.NewServer(openaitest.Options{APIKey: modelKey, Models: []string{"any"}})
 	defer model.Close()
 	model.Enqueue(openaitest.Text("Hello from the model behind xconn host."))
 
@@ -98,6 +98,11 @@ func TestHostAgentOpenAI(t *testing.T) {
 		}
 	}()
 	waitFor(t, out, regexp.MustCompile(`serving channel \S+ .* with the openai agent`), 30*time.Second)
+	// It said which agent answers, and the page users open (issue 34, item 3).
+	waitFor(t, out, regexp.MustCompile(`users chat at `+regexp.QuoteMeta(srv.URL+"/webchat/rooms/lobby")), time.Second)
+	if !strings.Contains(out.String(), "Agent: openai, model any at "+model.URL+"; key from OPENAI_API_KEY") {
+		t.Fatalf("host does not say which agent answers:\n%s", out.String())
+	}
 
 	// A browser enters the room, listens and says something.
 	jar, _ := cookiejar.New(nil)
@@ -158,7 +163,7 @@ func TestHostAgentOpenAI(t *testing.T) {
 func TestDemoAgentOpenAI(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	t.Setenv("OPENAI_API_KEY", "")
-	model := openaitest.NewServer(openaitest.Options{})
+	model := openaitest.NewServer(openaitest.Options{Models: []string{"llama3.2"}})
 	defer model.Close()
 	model.Enqueue(openaitest.Text("A model answers the demo."))
 	addr, dir := freeAddr(t), t.TempDir()
@@ -213,4 +218,72 @@ func TestDemoAgentOpenAI(t *testing.T) {
 	if reqs := model.Requests(); len(reqs) != 1 || reqs[0].Body.Model != "llama3.2" || reqs[0].Authorization != "" {
 		t.Fatalf("model requests %+v", reqs)
 	}
+	// The demo said which agent answers; when the model server then
+	// refuses the setup, the user is told the agent is misconfigured and
+	// the cause is one ERROR line in the demo's own readable shape on
+	// stdout, with the URL: nothing in another style on stderr (issue
+	// 34, items 3 and 4).
+	if !strings.Contains(out.String(), "Agent: openai, model llama3.2 at "+model.URL+"; no key (OPENAI_API_KEY is unset)") {
+		t.Fatalf("the demo does not say which agent answers:\n%s", out.String())
+	}
+	model.Enqueue(openaitest.Response{Status: http.StatusUnauthorized, ErrorType: "invalid_request_error", ErrorCode: "invalid_api_key", ErrorMessage: "Incorrect API key provided."})
+	req, _ = http.NewRequest(http.MethodPost, "http://"+addr+"/webchat/api/messages", strings.NewReader(`{"text":"and now?"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "http://"+addr)
+	if resp, err = client.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	waitFor(t, out, regexp.MustCompile(`assistant message \S+ "Sorry, I cannot answer: the agent is misconfigured`), 30*time.Second)
+	waitFor(t, out, regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d{3}  ERROR openai agent: the model server refuses the agent's setup.* url=`+regexp.QuoteMeta(model.URL)+`/chat/completions .*401`), 5*time.Second)
+	if e := errOut.String(); e != "" {
+		t.Fatalf("stderr holds %q: the agent's log is not in the demo's one style", e)
+	}
+}
+
+// TestModelPreflight: "demo" and "host" check the model server at start: a
+// wrong base URL, key or model is one line and exit 1 before anything
+// serves (against a fake server answering 404 and 401); --no-preflight
+// skips the check.
+func TestModelPreflight(t *testing.T) {
+	const modelKey = "sk-preflight-cli-canary-31"
+	model := openaitest.NewServer(openaitest.Options{APIKey: modelKey, Models: []string{"llama3.2"}})
+	defer model.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"connector_card_id":"im.x"}`)) // enough for host's own preflight
+	}))
+	defer srv.Close()
+	noV1 := strings.TrimSuffix(model.URL, "/v1")
+	cases := []struct {
+		name, key string
+		args      []string
+		want      string
+	}{
+		{"demo unknown model", modelKey, []string{"demo", "--listen", "127.0.0.1:0", "--model", "llama9", "--base-url", model.URL}, `has no model "llama9" (answered HTTP 404: The model ` + "`llama9`" + ` does not exist or you do not have access to it.); it offers llama3.2`},
+		{"demo base URL without /v1", modelKey, []string{"demo", "--listen", "127.0.0.1:0", "--model", "llama3.2", "--base-url", noV1}, noV1 + " is not an OpenAI-compatible API root"},
+		{"demo wrong key", "sk-wrong", []string{"demo", "--listen", "127.0.0.1:0", "--model", "llama3.2", "--base-url", model.URL}, "the model server refused the API key (" + model.URL + "/models answered HTTP 401): check OPENAI_API_KEY"},
+		{"host wrong key", "", []string{"host", srv.URL, "--model", "llama3.2", "--base-url", model.URL}, "refused the API key"},
+		{"host unknown model", modelKey, []string{"host", srv.URL, "--model", "gpt-9", "--base-url", model.URL}, `has no model "gpt-9"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("OPENAI_API_KEY", c.key)
+			code, _, errOut := xconn(t, "", append(c.args, "--agent", "openai", "--data", t.TempDir(), "--log", "pretty")...)
+			if code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "--no-preflight") {
+				t.Fatalf("exit %d, stderr %q; want exit 1 and one line with %q", code, errOut, c.want)
+			}
+			if strings.Contains(errOut, modelKey) || (c.key != "" && strings.Contains(errOut, c.key)) {
+				t.Fatal("the model key is in the message")
+			}
+		})
+	}
+	t.Run("--no-preflight", func(t *testing.T) {
+		t.Setenv("OPENAI_API_KEY", "")
+		out, _, stop := startDemoOut(t, freeAddr(t), t.TempDir(), "--log", "pretty", "--agent", "openai", "--model", "llama9", "--base-url", noV1, "--no-preflight")
+		waitFor(t, out, regexp.MustCompile(`(?m)^Login URL: `), 60*time.Second)
+		if code := stop(); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+	})
 }

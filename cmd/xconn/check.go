@@ -19,13 +19,14 @@ import (
 func newCheckCmd() *cobra.Command {
 	var (
 		opts               conformance.Options
-		authInput          []string
+		conn               connectorFlags // --api-key(-file), --auth-flow, --auth-input(-file), as for xconn host
 		jsonOut, list, md  bool
 		junitFile          string
 		toolArgs           string
 		invoke, invokeArgs string
 		xagentMode         bool
 		listen             string
+		inboundCmd         string
 	)
 	cmd := &cobra.Command{
 		Use:   "check BASE_URL",
@@ -45,13 +46,25 @@ A Card does not say which tools have side effects, so the suite never invents
 tool arguments: tool.invoke runs only with --tool ID, a Card tool, which it
 invokes on the signed-in channel with --tool-args JSON (a JSON object;
 connector_channel_id is set to the channel). --invoke TOOL --args JSON are the
-same flags under the names of the issue that asked for them. Without --tool it
-is skipped.
+same flags under the names "xconn host" uses. Without --tool it is skipped.
 
-When nothing answers at BASE_URL, or the Connector refuses the API key, check
-stops with one sentence saying so and exits 1, without a report.
+The inbound checks (imv2.inbound-delivered, imv2.inbound-message-id, and the
+redelivery checks) need the target to send a message. --inbound-cmd CMD makes
+it do so: after the sign-in, the suite runs CMD with "sh -c" up to three
+times, each time waiting for the Connector's chat.message; CMD must exit 0
+once the target has sent one new message to the signed-in channel, within
+--timeout (then its process group is killed). CMD runs in check's
+environment plus XCONN_CHANNEL_ID (the signed-in connector_channel_id),
+XCONN_BASE_URL (BASE_URL), XCONN_INBOUND_TEXT (a text unique to this call)
+and XCONN_INBOUND_SEQ (1, 2 or 3); its output goes to stderr. It needs
+--auth-flow. XCONN_INBOUND_CMD is its default.
 
-The API key may also come from XCONN_API_KEY.
+When nothing answers at BASE_URL, it is not a Connector's root, or the
+Connector refuses the API key, check stops with one sentence saying so and
+exits 1, without a report.
+
+The API key comes from --api-key-file, --api-key or XCONN_API_KEY, as for
+"xconn host".
 
 With --xagent it checks the other side instead: it serves a scripted Connector
 Server (card im.xagent-check) at --listen and judges the xAgent-side
@@ -63,6 +76,8 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
   xconn check http://127.0.0.1:8080 --auth-flow webchat_room --auth-input room=lobby --auth-input access_code=1234
   xconn check http://127.0.0.1:8080 --auth-flow webchat_room --auth-input room=lobby --auth-input access_code=1234 \
       --tool webchat_message_send --tool-args '{"text":"conformance test"}'
+  xconn check http://127.0.0.1:8090 --auth-flow room_login --auth-input room=r1 --auth-input access_code=c0de-c0de \
+      --inbound-cmd 'curl -sf -d "{\"text\":\"$XCONN_INBOUND_TEXT\"}" "$XCONN_BASE_URL/room/r1/say"'
   xconn check http://127.0.0.1:8080 --only 'imv2.*' --junit report.xml
   xconn check --list --markdown
   xconn check --xagent --listen 127.0.0.1:8099 --api-key "$KEY"`,
@@ -80,7 +95,7 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
 				return nil
 			}
 			if len(args) != 1 {
-				return usageError(errors.New("check needs exactly one BASE_URL"))
+				return usageError(argsProblem(cmd, args))
 			}
 			return nil
 		},
@@ -89,7 +104,10 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
 				return usageError(errors.New("--markdown needs --list"))
 			}
 			if xagentMode {
-				return runCheckXAgent(cmd, opts, listen, list, md, jsonOut, junitFile)
+				if inboundCmd != "" {
+					return usageError(errors.New("--xagent: --inbound-cmd is an option of the Connector suite"))
+				}
+				return runCheckXAgent(cmd, opts, &conn, listen, list, md, jsonOut, junitFile)
 			}
 			reqs, err := conformance.Select(opts.Only, opts.Skip)
 			if err != nil {
@@ -102,17 +120,10 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
 				}
 				return conformance.WriteList(out, reqs)
 			}
-			if opts.APIKey == "" {
-				opts.APIKey = os.Getenv("XCONN_API_KEY")
-			}
-			if len(authInput) > 0 {
-				opts.AuthInput = map[string]string{}
-				for _, kv := range authInput {
-					k, v, ok := strings.Cut(kv, "=")
-					if !ok || k == "" {
-						return usageError(fmt.Errorf("--auth-input %q: want key=value", redactInput(kv)))
-					}
-					opts.AuthInput[k] = v
+			opts.APIKey, opts.AuthFlow = conn.key(), conn.flowID
+			if len(conn.inputs) > 0 {
+				if opts.AuthInput, err = conn.authInputs(); err != nil {
+					return err
 				}
 			}
 			if cmd.Flags().Changed("invoke") {
@@ -136,16 +147,35 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
 				}
 				opts.ToolArgs = json.RawMessage(toolArgs)
 			}
+			if inboundCmd == "" {
+				inboundCmd = os.Getenv(envInboundCmd)
+			}
+			if inboundCmd != "" {
+				if opts.AuthFlow == "" {
+					return usageError(errors.New("--inbound-cmd needs --auth-flow: the command runs after the sign-in, for the signed-in channel"))
+				}
+				opts.Inbound = inboundCmdHook(inboundCmd, args[0], cmd.ErrOrStderr())
+			}
 			opts.Out = cmd.ErrOrStderr()
-			if err := checkNotConnectorURL(cmd.Context(), args[0]); err != nil {
-				return err // a wrong Base URL: one sentence (host_preflight.go)
+			// The caller's own mistakes first, in one sentence each, as
+			// "xconn host" says them (host_preflight.go).
+			if err := connectorPreflight(cmd.Context(), args[0], opts.APIKey, opts.AuthFlow, func(s string) string {
+				if opts.APIKey == "" {
+					return s
+				}
+				return strings.ReplaceAll(s, opts.APIKey, "[redacted]")
+			}); err != nil {
+				if cmd.Context().Err() != nil {
+					return &exitError{code: 1, err: errors.New("check interrupted: no report")}
+				}
+				return err
 			}
 			rep, err := conformance.Check(cmd.Context(), args[0], opts)
 			if err != nil {
 				var pe *conformance.PreflightError
 				switch {
 				case cmd.Context().Err() != nil:
-					return err
+					return &exitError{code: 1, err: errors.New("check interrupted: no report")} // not a usage error
 				case errors.As(err, &pe):
 					// Nothing listens, or the key is refused: one sentence.
 					return &exitError{code: 1, err: pe}
@@ -172,9 +202,7 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.APIKey, "api-key", "", "system API key sent as Authorization: Bearer (default $XCONN_API_KEY)")
-	f.StringVar(&opts.AuthFlow, "auth-flow", "", "Card auth flow id used to sign a channel in")
-	f.StringArrayVar(&authInput, "auth-input", nil, "form input key=value for --auth-flow (repeatable)")
+	conn.register(f, "Card auth flow id used to sign a channel in (without it, the checks that need a signed-in channel are skipped)")
 	f.BoolVar(&opts.AuthOpenURL, "auth-open-url", false, "confirm a QR flow by fetching and POSTing its qr_code_text URL")
 	f.StringVar(&opts.Tool, "tool", "", "Card tool `ID` that tool.invoke may invoke once on the signed-in channel (without it tool.invoke is skipped)")
 	f.StringVar(&toolArgs, "tool-args", "", "arguments of --tool as a `JSON` object; connector_channel_id is filled in (default {})")
@@ -189,8 +217,10 @@ ends when the script ends or on interrupt; --json, --junit, --only, --skip,
 	f.StringArrayVar(&opts.Skip, "skip", nil, "skip requirement IDs matching this pattern (repeatable)")
 	f.BoolVar(&opts.Strict, "strict", false, "make SHOULD failures fail the run")
 	f.DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "how long to wait for each answer")
+	f.StringVar(&inboundCmd, "inbound-cmd", "", "shell `CMD` that makes the target send one message to the signed-in channel (env XCONN_CHANNEL_ID, XCONN_BASE_URL, XCONN_INBOUND_TEXT, XCONN_INBOUND_SEQ); runs the inbound checks (default $XCONN_INBOUND_CMD)")
 	f.BoolVar(&xagentMode, "xagent", false, "check an xAgent-side implementation instead: serve a scripted Connector Server at --listen for it to connect to")
 	f.StringVar(&listen, "listen", "127.0.0.1:8099", "with --xagent: `ADDR` the scripted Connector Server listens on")
+	f.String("other-origin", "", "with --xagent: another `ORIGIN` (scheme://host[:port]) at which the xAgent reaches the scripted server, for the signed URL of xagent.download-other-origin (default: the loopback alias of the host it used, 127.0.0.1 or localhost)")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	return cmd
 }
@@ -203,14 +233,6 @@ func isJSONObject(s string) bool {
 
 // usageError wraps err as exit code 2.
 func usageError(err error) error { return &exitError{code: 2, err: err} }
-
-// redactInput hides the value of a key=value argument.
-func redactInput(kv string) string {
-	if k, _, ok := strings.Cut(kv, "="); ok {
-		return k + "=…"
-	}
-	return "…"
-}
 
 func writeJUnit(path string, rep *conformance.Report) (err error) {
 	f, err := os.Create(path)
@@ -230,7 +252,7 @@ func writeJUnit(path string, rep *conformance.Report) (err error) {
 // ends (or the command is interrupted) and prints the report as the
 // Connector suite does. --timeout bounds each wait for the xAgent (at least
 // the package default).
-func runCheckXAgent(cmd *cobra.Command, opts conformance.Options, listen string, list, md, jsonOut bool, junitFile string) error {
+func runCheckXAgent(cmd *cobra.Command, opts conformance.Options, conn *connectorFlags, listen string, list, md, jsonOut bool, junitFile string) error {
 	out := cmd.OutOrStdout()
 	if list {
 		reqs, err := xagent.Select(opts.Only, opts.Skip)
@@ -245,13 +267,13 @@ func runCheckXAgent(cmd *cobra.Command, opts conformance.Options, listen string,
 	if md {
 		return usageError(errors.New("--markdown needs --list"))
 	}
-	if opts.AuthFlow != "" || opts.Tool != "" || len(opts.AuthInput) > 0 {
+	if conn.flowID != "" || opts.Tool != "" || len(conn.inputs) > 0 {
 		return usageError(errors.New("--xagent: --auth-flow, --auth-input and --tool are options of the Connector suite"))
 	}
-	if opts.APIKey == "" {
-		opts.APIKey = os.Getenv("XCONN_API_KEY")
-	}
-	if _, err := xagent.Select(opts.Only, opts.Skip); err != nil {
+	opts.APIKey = conn.key()
+	other, _ := cmd.Flags().GetString("other-origin")
+	xopts := xagent.Options{APIKey: opts.APIKey, Only: opts.Only, Skip: opts.Skip, Strict: opts.Strict, OtherOrigin: other}
+	if err := xopts.Validate(); err != nil {
 		return usageError(err)
 	}
 	ln, err := net.Listen("tcp", listen)
@@ -264,11 +286,12 @@ func runCheckXAgent(cmd *cobra.Command, opts conformance.Options, listen string,
 	if opts.APIKey != "" {
 		keyFlag = " --api-key \"$XCONN_API_KEY\""
 	}
-	fmt.Fprintf(errOut, "scripted Connector Server at %s; point the xAgent under test at it, e.g.\n  xconn host %s%s --auth-flow %s --auth-input code=1234\n",
+	// --allow-private-downloads: the file of M4 is on another origin of
+	// this server, on a private address when it listens on one.
+	fmt.Fprintf(errOut, "scripted Connector Server at %s; point the xAgent under test at it, e.g.\n  xconn host %s%s --auth-flow %s --auth-input code=1234 --allow-private-downloads\n",
 		base, base, keyFlag, xagent.FormFlow)
-	timeout := max(opts.Timeout, xagent.DefaultTimeout)
-	rep, err := xagent.Check(cmd.Context(), ln, xagent.Options{APIKey: opts.APIKey, Timeout: timeout, Only: opts.Only, Skip: opts.Skip,
-		Strict: opts.Strict, Out: errOut})
+	xopts.Timeout, xopts.Out = max(opts.Timeout, xagent.DefaultTimeout), errOut
+	rep, err := xagent.Check(cmd.Context(), ln, xopts)
 	if err != nil && rep == nil {
 		return &exitError{code: 1, err: err}
 	}

@@ -103,7 +103,7 @@ func TestCheckToolFlag(t *testing.T) {
 func TestCheckPreflight(t *testing.T) {
 	addr := freeAddr(t) // nothing listens there
 	code, out, errOut := xconn(t, "", "check", "http://"+addr)
-	if code != 1 || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "Nothing answers at http://"+addr) {
+	if code != 1 || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "nothing answers at http://"+addr) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and one sentence", code, out, errOut)
 	}
 }
@@ -138,6 +138,9 @@ func TestCheckXAgentList(t *testing.T) {
 	if code, _, errOut := xconn(t, "", "check", "--xagent", "http://127.0.0.1:1"); code != 2 || !strings.Contains(errOut, "--xagent takes no BASE_URL") {
 		t.Errorf("--xagent with a BASE_URL: exit %d, stderr %q", code, errOut)
 	}
+	if code, _, errOut := xconn(t, "", "check", "--xagent", "--listen", "127.0.0.1:0", "--other-origin", "ftp://cdn.example"); code != 2 || !strings.Contains(errOut, "OtherOrigin") {
+		t.Errorf("--other-origin that is not an origin: exit %d, stderr %q", code, errOut)
+	}
 }
 
 // TestCheckXAgentRun: "xconn check --xagent --listen" against "xconn host"
@@ -170,8 +173,10 @@ func TestCheckXAgentRun(t *testing.T) {
 		dir := t.TempDir()
 		for hctx.Err() == nil { // until the scripted server listens
 			var out, errOut bytes.Buffer
+			// --allow-private-downloads: M4's file is on the loopback
+			// alias of the Base URL's host.
 			run(hctx, []string{"host", "http://" + addr, "--api-key", key, "--data", dir, "--auth-flow", xagent.FormFlow,
-				"--auth-input", "code=1234"}, strings.NewReader(""), &out, &errOut)
+				"--auth-input", "code=1234", "--allow-private-downloads"}, strings.NewReader(""), &out, &errOut)
 			select {
 			case <-hctx.Done():
 			case <-time.After(100 * time.Millisecond):

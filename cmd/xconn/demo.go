@@ -36,58 +36,67 @@ const (
 
 func newDemoCmd() *cobra.Command {
 	var f webchatFlags
-	var agentF agentFlags
-	var pace time.Duration
 	var o demoOptions
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the web chat connector with an embedded xAgent host and the Echo agent",
 		Long: `Run the whole system in one process: the web chat connector, an embedded xAgent
-host that admits it, and an agent (Echo by default). The demo opens a channel
-(reusing the stored one on restart), starts a QR sign-in and prints the QR code and
-the login URL; then it logs sign-in, messages, deltas and acks. A restart that
-finds the channel signed in with a browser prints the chat page URL and no new
-QR code (the browsers signed in before stay signed in); --signin asks for a new
-one, and so does a channel whose browsers all signed out. State
-lives in --data, which one process uses at a time. Ctrl-C stops it.`,
+host that admits it, and an agent (Echo by default, or a model with --agent
+openai, whose server, key and model are checked at start unless
+--no-preflight). The demo prints which agent answers, opens a channel
+(reusing the stored one on restart), starts a QR sign-in and prints the QR
+code and the login URL; then it logs sign-in, messages, deltas and acks. A
+restart that finds the channel signed in with a browser prints the chat page
+URL and no new QR code (the browsers signed in before stay signed in);
+--signin asks for a new one, and so does a channel whose browsers all signed
+out. State lives in --data, which one process uses at a time. Ctrl-C stops
+it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			pretty, err := prettyLog(o.logStyle, cmd.OutOrStdout())
-			if err != nil {
+			if err := o.agent.check(); err != nil {
 				return err
 			}
-			o.pretty = pretty
-			agent, err := demoAgent(&agentF, pace, cmd.ErrOrStderr())
-			if err != nil {
-				return err // a usage error
+			var err error
+			if o.pretty, o.level, err = f.log.resolve(cmd.OutOrStdout()); err != nil {
+				return err
 			}
-			if err := runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, agent, o); err != nil {
+			if err := o.privateDownloads.resolve(cmd); err != nil {
+				return err
+			}
+			if err := runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, o); err != nil {
+				var ee *exitError
+				if errors.As(err, &ee) {
+					return err
+				}
 				return &exitError{code: 1, err: err}
 			}
 			return nil
 		},
 	}
 	f.register(cmd, false)
-	agentF.register(cmd.Flags(), `agent behind the embedded host: "echo", or "openai" (any OpenAI-compatible server, with --model and --base-url)`)
-	cmd.Flags().DurationVar(&pace, "pace", 80*time.Millisecond, "pause before each streamed delta of the echo agent, so streaming is visible (0 = none)")
-	cmd.Flags().StringVar(&o.logStyle, "log", logAuto, logStyleHelp)
+	o.agent.register(cmd.Flags(), `agent behind the embedded host: "echo", or "openai" (any OpenAI-compatible server, with --model and --base-url)`)
+	cmd.Flags().DurationVar(&o.pace, "pace", 80*time.Millisecond, "pause before each streamed delta of the echo agent, so streaming is visible (0 = none)")
 	cmd.Flags().BoolVar(&o.signin, "signin", false, "start a new QR sign-in even when the stored channel is signed in (to add a browser)")
+	o.privateDownloads.register(cmd.Flags())
 	return cmd
 }
 
 // demoOptions are the demo's own settings beside the web chat flags.
 type demoOptions struct {
-	logStyle string
-	pretty   bool // the readable view on stdout; else structured records on stderr
-	signin   bool // a new QR sign-in even for a signed-in channel
+	agent  agentFlags
+	pace   time.Duration // of the echo agent's deltas
+	pretty bool          // the readable view on stdout; else structured records on stderr
+	level  slog.Level
+	signin bool // a new QR sign-in even for a signed-in channel
+	// privateDownloads is host.Options.AllowPrivateDownloads.
+	privateDownloads privateDownloadsFlag
 }
 
-// demoAgent is the --agent seam: it maps the agent flags to a host.Agent.
-// The echo agent is paced so that streaming is visible; a model streams at
-// its own pace. The openai agent logs warnings to errOut and is bound to
-// the host and its store in runDemo.
-func demoAgent(af *agentFlags, pace time.Duration, errOut io.Writer) (host.Agent, error) {
-	log, secrets := agentLogger(errOut)
+// demoAgent is the --agent seam: it maps the agent flags to a host.Agent
+// that logs to log (the demo's one logger). The echo agent is paced so
+// that streaming is visible; a model streams at its own pace. The openai
+// agent is bound to the host and its store in runDemo.
+func demoAgent(af *agentFlags, pace time.Duration, log *slog.Logger, secrets *connector.Redactor) (host.Agent, error) {
 	a, err := af.build(log, secrets)
 	if err != nil {
 		return nil, err
@@ -126,30 +135,42 @@ func (s pacedStream) Delta(ctx context.Context, text string) error {
 }
 
 // runDemo runs the demo until ctx ends. Its output has one style (see
-// demoOptions.pretty): the readable view on out, warnings included, or
-// structured records on errOut.
-func runDemo(ctx context.Context, out, errOut io.Writer, f webchatFlags, agent host.Agent, o demoOptions) error {
+// demoOptions.pretty): the readable view on out, warnings included (the
+// agent's too), or structured records on errOut.
+func runDemo(ctx context.Context, out, errOut io.Writer, f webchatFlags, o demoOptions) error {
 	p := &demoPrinter{w: out}
-	var log *slog.Logger
-	if o.pretty {
-		log = slog.New(connector.NewRedactingHandler(newPrettyHandler(&p.mu, out, slog.LevelWarn), nil))
-	} else {
-		log = structuredLogger(errOut, slog.LevelInfo)
+	secrets := connector.NewRedactor(0)
+	log := newLogger(o.pretty, o.level, &p.mu, out, errOut, secrets)
+	if !o.pretty {
 		p.log = log
+	}
+	agent, err := demoAgent(&o.agent, o.pace, log, secrets)
+	if err != nil {
+		return err
 	}
 	// The lock first: a second demo on this directory stops before it
 	// touches anything.
-	lock, err := connector.LockDataDir(f.dataDir)
+	lock, err := lockWebchatData(ctx, f)
 	if err != nil {
+		return err
+	}
+	p.say("%s", o.agent.describe())
+	if err := o.agent.preflight(ctx, agent, log); err != nil {
+		if ctx.Err() != nil {
+			lock.Close()
+			return nil
+		}
+		lock.Close()
 		return err
 	}
 	apiKey, err := demoLoadOrCreateSecret(filepath.Join(f.dataDir, demoAPIKeyFile))
-	lock.Close() // startWebchat takes it again, with the address
 	if err != nil {
+		lock.Close()
 		return err
 	}
 	f.apiKey = apiKey
-	rt, err := startWebchat(ctx, f, "webchat.db", log)
+	secrets.Add(apiKey)
+	rt, err := startWebchat(ctx, f, lock, "webchat.db", log)
 	if err != nil {
 		return err
 	}
@@ -173,6 +194,9 @@ func runDemo(ctx context.Context, out, errOut io.Writer, f webchatFlags, agent h
 		OnEvent:  p.event,
 		Logger:   log,
 		FilesDir: filepath.Join(f.dataDir, "host-files"),
+		// The connector's own origin is always fetched; this reaches
+		// private addresses of other origins too.
+		AllowPrivateDownloads: o.privateDownloads.allow,
 	})
 	if err != nil {
 		return err

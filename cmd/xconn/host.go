@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/xconn/xconn/connector"
@@ -29,18 +32,15 @@ const (
 )
 
 type hostFlags struct {
-	apiKey   string
-	dataDir  string
-	agent    agentFlags
-	flowID   string
-	inputs   []string
-	userID   string
-	logLevel string
-	logStyle string // --log
-	levelSet bool   // --log-level given
-	invoke   invokeFlags
+	conn    connectorFlags // --api-key(-file), --auth-flow, --auth-input(-file)
+	dataDir string
+	agent   agentFlags
+	userID  string
+	log     logFlags
+	invoke  invokeFlags
 	// downloadOrigins are host.Options.DownloadOrigins.
-	downloadOrigins []string
+	downloadOrigins  []string
+	privateDownloads privateDownloadsFlag
 }
 
 func newHostCmd() *cobra.Command {
@@ -54,10 +54,12 @@ want to try their connector against a real host. It admits the connector
 (reusing the stored one on a restart), signs in (form input from
 --auth-input, prompting for missing fields when a terminal is attached; a QR
 code is shown in the terminal), then serves the channel with the agent until
-interrupted, reconnecting as the host does. Every data-plane packet is logged
-as one line (types and identifiers, never payload secrets), except the
-auth.status polls of a sign-in: one line per sign-in state change instead.
-Ctrl-C or SIGTERM stops at once, a pending sign-in included.
+interrupted, reconnecting as the host does. It prints which agent answers
+(for a model: its name and server, checked at start unless --no-preflight)
+and, when the connector names one, the page users chat on. Every data-plane
+packet is logged as one line (types and identifiers, never payload secrets),
+except the auth.status polls of a sign-in: one line per sign-in state change
+instead. Ctrl-C or SIGTERM stops at once, a pending sign-in included.
 
 With --invoke TOOL [--args JSON] it runs one tool call on the signed-in
 channel instead (for tools-only connectors such as a device; the built-in
@@ -67,45 +69,36 @@ connector_channels_list works too), prints the ack as JSON on stdout
 data directory) and exits: 0 on success, 1 on a tool error, 2 on a usage
 error such as --args that is not a JSON object. The packet log then goes to
 stderr.`,
-		Example: `  xconn host http://127.0.0.1:8080 --api-key KEY --auth-flow webchat_room --auth-input room=lobby
-  xconn host http://127.0.0.1:8080 --api-key KEY --invoke webchat_message_send --args '{"connector_channel_id":"x","text":"hi"}'`,
+		Example: `  xconn host http://127.0.0.1:8080 --api-key-file key.txt --auth-flow webchat_room --auth-input room=lobby
+  xconn host http://127.0.0.1:8080 --api-key-file key.txt --invoke webchat_message_send --args '{"connector_channel_id":"x","text":"hi"}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.apiKey == "" {
-				f.apiKey = os.Getenv("XCONN_API_KEY")
+			f.conn.key()
+			if err := f.privateDownloads.resolve(cmd); err != nil {
+				return err
 			}
-			f.levelSet = cmd.Flags().Changed("log-level")
 			return runHost(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], f)
 		},
 	}
-	fs := cmd.Flags()
-	registerAPIKey(fs, &f.apiKey, "system API key of the connector (default: env XCONN_API_KEY)")
-	fs.StringVar(&f.dataDir, "data", envOr("XCONN_HOST_DATA", defaultHostDataDir), "data directory of the host: SQLite database, key, received files (env XCONN_HOST_DATA)")
-	f.agent.register(fs, `agent that answers user messages: "echo", or "openai" (any OpenAI-compatible server, with --model and --base-url)`)
-	fs.StringVar(&f.flowID, "auth-flow", "", "auth flow id of the Card (default: its first flow)")
-	registerAuthInputs(fs, &f.inputs)
-	fs.StringVar(&f.userID, "user", defaultHostUser, "user id the channel belongs to")
-	fs.StringVar(&f.logLevel, "log-level", "warn", "log level of the host (debug, info, warn, error; the structured style logs info and above unless set)")
-	fs.StringVar(&f.logStyle, "log", logAuto, logStyleHelp)
-	f.invoke.register(fs)
-	fs.StringArrayVar(&f.downloadOrigins, "download-origin", nil, `another origin (scheme://host[:port]) the host may download a connector's download_url from, besides the connector's own; "*" for any (repeatable)`)
+	f.register(cmd.Flags())
 	return cmd
 }
 
-func parseInputs(list []string) (map[string]string, error) {
-	in := map[string]string{}
-	for _, kv := range list {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--auth-input %q: want key=value", kv)
-		}
-		in[k] = v
-	}
-	return in, nil
+// register adds the flags of "xconn host" to fs: the connector flags, the
+// agent's, the log's, and the host's own.
+func (f *hostFlags) register(fs *pflag.FlagSet) {
+	f.conn.register(fs, "auth flow id of the Card to sign in with (default: its first flow)")
+	fs.StringVar(&f.dataDir, "data", envOr("XCONN_HOST_DATA", defaultHostDataDir), "data directory of the host: SQLite database, key, received files; the host's own, locked while it runs (env XCONN_HOST_DATA)")
+	f.agent.register(fs, `agent that answers user messages: "echo", or "openai" (any OpenAI-compatible server, with --model and --base-url)`)
+	fs.StringVar(&f.userID, "user", defaultHostUser, "user id the channel belongs to")
+	f.log.register(fs, false)
+	f.invoke.register(fs)
+	fs.StringArrayVar(&f.downloadOrigins, "download-origin", nil, `restrict the origins (scheme://host[:port]) the host downloads a connector's download_url from to these and the connector's own (repeatable; default and "*": any origin, public addresses only)`)
+	f.privateDownloads.register(fs)
 }
 
 func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f hostFlags) error {
-	inputs, err := parseInputs(f.inputs)
+	inputs, err := f.conn.authInputs()
 	if err != nil {
 		return err
 	}
@@ -119,27 +112,39 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 	if err := checkDownloadOrigins(f.downloadOrigins); err != nil {
 		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
 	lineOut := stdout
 	if f.invoke.tool != "" {
 		lineOut = stderr // stdout is the call's JSON
 	}
-	pretty, err := prettyLog(f.logStyle, lineOut)
+	pretty, level, err := f.log.resolve(lineOut)
 	if err != nil {
 		return err
 	}
+	apiKey := f.conn.apiKey
 	// The flags are sound: now the caller's own mistakes, each in one
 	// sentence, before anything is opened or written.
-	if err := hostPreflight(ctx, baseURL, f.apiKey, func(s string) string {
-		if f.apiKey == "" {
+	if err := connectorPreflight(ctx, baseURL, apiKey, f.conn.flowID, func(s string) string {
+		if apiKey == "" {
 			return s
 		}
-		return strings.ReplaceAll(s, f.apiKey, "[redacted]")
+		return strings.ReplaceAll(s, apiKey, "[redacted]")
 	}); err != nil {
+		if ctx.Err() != nil {
+			return nil // Ctrl-C stops at once, here too
+		}
 		return err
+	}
+	secrets := connector.NewRedactor(0)
+	secrets.Add(apiKey)
+	for _, v := range inputs {
+		secrets.Add(v)
+	}
+	// One style per process: the readable packet view with warnings in
+	// its shape, or structured records (packets included) on stderr.
+	out := &lineWriter{w: lineOut}
+	logger := newLogger(pretty, level, &out.mu, lineOut, stderr, secrets)
+	if !pretty {
+		out.log = logger
 	}
 	// Until a connector is admitted, the run leaves the data directory as
 	// it found it (deferred first: it runs after the store is closed).
@@ -149,42 +154,30 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 			_ = cleanup.undo()
 		}
 	}()
-	lock, err := connector.LockDataDir(f.dataDir) // one process per --data
+	lock, err := lockDataDir(f.dataDir, ownerHost) // one process per --data
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		return err
 	}
 	defer lock.Close()
+	var agent host.Agent = invokeAgent{}
+	if f.invoke.tool == "" {
+		if agent, err = f.agent.build(logger, secrets); err != nil {
+			return err
+		}
+		out.printf("%s", f.agent.describe())
+		if err := f.agent.preflight(ctx, agent, logger); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
 	db, err := store.Open(ctx, "sqlite:"+filepath.Join(f.dataDir, hostDBFile), store.Options{DataDir: f.dataDir})
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("open store: %w", err)}
 	}
 	defer db.Close()
 
-	secrets := connector.NewRedactor(0)
-	secrets.Add(f.apiKey)
-	for _, v := range inputs {
-		secrets.Add(v)
-	}
-	// One style per process: the readable packet view with warnings in
-	// its shape, or structured records (packets included) on stderr.
-	out := &lineWriter{w: lineOut}
-	var logger *slog.Logger
-	if pretty {
-		logger = slog.New(connector.NewRedactingHandler(newPrettyHandler(&out.mu, lineOut, level), secrets))
-	} else {
-		if !f.levelSet {
-			level = slog.LevelInfo
-		}
-		logger = slog.New(connector.NewRedactingHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}), secrets))
-		out.log = logger
-	}
-	agent, err := f.agent.build(logger, secrets)
-	if err != nil {
-		return err
-	}
-	if f.invoke.tool != "" {
-		agent = invokeAgent{}
-	}
 	h, err := host.New(host.Options{
 		Store: db, Delivery: db, Agent: agent, Logger: logger,
 		FilesDir: filepath.Join(f.dataDir, "files"),
@@ -196,7 +189,8 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 		OnEvent:  func(ev host.Event) { out.printf("%s", eventLine(ev)) },
 		OnSecret: secrets.Add,
 
-		DownloadOrigins: f.downloadOrigins,
+		DownloadOrigins:       f.downloadOrigins,
+		AllowPrivateDownloads: f.privateDownloads.allow,
 	})
 	if err != nil {
 		return &exitError{code: 1, err: err}
@@ -211,8 +205,11 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 		_ = h.Close(cctx)
 	}()
 
-	c, err := h.Admit(ctx, baseURL, f.apiKey)
+	c, err := h.Admit(ctx, baseURL, apiKey)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		var ae *host.AdmissionError
 		if errors.As(err, &ae) {
 			return &exitError{code: 1, err: fmt.Errorf("%s", secrets.Scrub(ae.Error()))}
@@ -228,15 +225,37 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 		if ctx.Err() != nil {
 			return nil
 		}
-		return &exitError{code: 1, err: fmt.Errorf("sign-in: %s", secrets.Scrub(err.Error()))}
+		return &exitError{code: 1, err: errors.New(secrets.Scrub(err.Error()))}
 	}
 	if f.invoke.tool != "" {
 		return runInvoke(ctx, h, uc, f.invoke, invokeArgs, stdout, secrets.Scrub)
 	}
 	out.printf("serving channel %s (connector_channel_id %s) with the %s agent; Ctrl-C to stop", uc.ID, uc.ChannelID, f.agent.name)
+	if u := chatPageOf(uc); u != "" {
+		out.printf("users chat at %s", u)
+	}
 	<-ctx.Done()
 	out.printf("stopping")
 	return nil
+}
+
+// chatPageOf returns the page a user opens to chat on the channel, when
+// the connector names one: a Descriptor account hint that is an absolute
+// http(s) URL (the web chat's rooms). "" otherwise.
+func chatPageOf(uc store.UserChannel) string {
+	var d struct {
+		Target struct {
+			AccountHint string `json:"account_hint"`
+		} `json:"target"`
+	}
+	if json.Unmarshal(uc.Descriptor, &d) != nil {
+		return ""
+	}
+	u, err := url.Parse(d.Target.AccountHint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return ""
+	}
+	return u.String()
 }
 
 // ensureChannel reuses the user's authenticated channel, signs a stored
@@ -252,7 +271,7 @@ func ensureChannel(ctx context.Context, h *host.Host, c *host.Connector, f hostF
 			return uc, nil
 		}
 	}
-	flowID := f.flowID
+	flowID := f.conn.flowID
 	if flowID == "" && len(c.Card.AuthFlows) > 0 {
 		flowID = c.Card.AuthFlows[0].ID
 	}
@@ -264,7 +283,7 @@ func ensureChannel(ctx context.Context, h *host.Host, c *host.Connector, f hostF
 			secrets.Add(v)
 		}
 	} else if flowID != "" && !ok {
-		return store.UserChannel{}, fmt.Errorf("the Card has no auth flow %q", flowID)
+		return store.UserChannel{}, fmt.Errorf("sign-in: unknown --auth-flow %q: the Card of %s has %s", flowID, c.CardID, flowList(c.Card))
 	}
 	var s *host.Signin
 	if len(ucs) > 0 {
@@ -275,7 +294,9 @@ func ensureChannel(ctx context.Context, h *host.Host, c *host.Connector, f hostF
 		s, err = h.Connect(ctx, f.userID, c.CardID, flowID, inputs)
 	}
 	if err != nil {
-		return store.UserChannel{}, err
+		// The host's error names the step (data plane, channel.open,
+		// auth.start); "sign-in" is said here, once.
+		return store.UserChannel{}, fmt.Errorf("sign-in: %w", err)
 	}
 	return waitSignin(ctx, s, out)
 }
@@ -436,4 +457,16 @@ func eventLine(ev host.Event) string {
 		return fmt.Sprintf("** %s data plane %s %s", ev.CardID, ev.Link, ev.Detail)
 	}
 	return fmt.Sprintf("** %s %s %s", ev.Kind, ev.UserChannelID, ev.Detail)
+}
+
+// flowList names the auth flows of a Card for an error message.
+func flowList(card *protocol.Card) string {
+	if len(card.AuthFlows) == 0 {
+		return "no auth flows"
+	}
+	ids := make([]string, len(card.AuthFlows))
+	for i, fl := range card.AuthFlows {
+		ids[i] = fl.ID
+	}
+	return "the flows " + strings.Join(ids, ", ")
 }

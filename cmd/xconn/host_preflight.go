@@ -7,29 +7,31 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/xconn/xconn/protocol"
 )
 
-// hostPreflightTimeout bounds each request of hostPreflight.
-const hostPreflightTimeout = 10 * time.Second
+// preflightTimeout bounds each request of connectorPreflight.
+const preflightTimeout = 10 * time.Second
 
-// hostPreflight recognises the user's own mistakes before anything else
-// runs, each in one sentence (exit 1): nothing answers at baseURL, baseURL
-// is not a Connector Server's root (a page under it, another service), or
-// the Connector refuses the API key (with the Connector's own message). A
-// baseURL that is not an absolute http(s) URL is a usage error (exit 2).
-// scrub removes secrets from what the Connector said.
-func hostPreflight(ctx context.Context, baseURL, apiKey string, scrub func(string) string) error {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageError(fmt.Errorf("BASE_URL %q: want the connector's absolute http(s) URL, such as http://127.0.0.1:8080", baseURL))
+// connectorPreflight recognises the user's own mistakes before a command
+// that reaches a Connector Server does anything else ("xconn host", "xconn
+// check"), each in one sentence: a BASE_URL that is not an absolute http(s)
+// URL is a usage error (exit 2); nothing answers at it, it is not a
+// Connector Server's root (a page under it, another service), or the
+// Connector refuses the API key (with the Connector's own message) exit 1;
+// a flow (--auth-flow, "" for none) the Card does not declare is a usage
+// error that lists the flows it has. scrub removes secrets from what the
+// Connector said.
+func connectorPreflight(ctx context.Context, baseURL, apiKey, flow string, scrub func(string) string) error {
+	u, err := parseBaseURL(baseURL)
+	if err != nil {
+		return err
 	}
 	base := strings.TrimSuffix(u.Redacted(), "/")
-	client := &http.Client{Timeout: hostPreflightTimeout}
+	client := &http.Client{Timeout: preflightTimeout}
 	get := func(path, key string) (int, []byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(baseURL, "/")+path, nil)
 		if err != nil {
@@ -54,20 +56,39 @@ func hostPreflight(ctx context.Context, baseURL, apiKey string, scrub func(strin
 		return &exitError{code: 1, err: fmt.Errorf("nothing answers at %s (%s): start the connector or correct the Base URL", base, scrub(rootErr(err)))}
 	}
 	var card struct {
-		ID string `json:"connector_card_id"`
+		ID    string `json:"connector_card_id"`
+		Flows []struct {
+			ID string `json:"id"`
+		} `json:"auth_flows"`
 	}
 	if status != http.StatusOK || json.Unmarshal(body, &card) != nil || card.ID == "" {
 		return &exitError{code: 1, err: fmt.Errorf("%s is not a connector's Base URL (GET %s answered HTTP %d without a Connector Card): use the connector's root, such as http://127.0.0.1:8080, not a page under it", base, protocol.PathCard, status)}
 	}
+	if flow != "" {
+		var ids []string
+		for _, fl := range card.Flows {
+			if fl.ID == flow {
+				ids = nil
+				break
+			}
+			ids = append(ids, fl.ID)
+		}
+		switch {
+		case len(card.Flows) == 0:
+			return usageError(fmt.Errorf("unknown --auth-flow %q: the Card of %s declares no auth flows", flow, card.ID))
+		case ids != nil:
+			return usageError(fmt.Errorf("unknown --auth-flow %q: the Card of %s offers %s", flow, card.ID, strings.Join(ids, ", ")))
+		}
+	}
 	status, body, err = get(protocol.PathHealth, apiKey)
 	if err != nil || (status != http.StatusUnauthorized && status != http.StatusForbidden) {
-		return nil // the rest is admission's business
+		return nil // the rest is admission's (or the conformance run's) business
 	}
 	said := scrub(serverMessage(body))
 	if apiKey == "" {
-		return &exitError{code: 1, err: fmt.Errorf("the connector at %s requires an API key (GET %s answered HTTP %d: %s): pass it with --api-key or XCONN_API_KEY", base, protocol.PathHealth, status, said)}
+		return &exitError{code: 1, err: fmt.Errorf("the connector at %s requires an API key (GET %s answered HTTP %d: %s): pass it with --api-key-file, --api-key or XCONN_API_KEY", base, protocol.PathHealth, status, said)}
 	}
-	return &exitError{code: 1, err: fmt.Errorf("the connector at %s refused the API key (GET %s answered HTTP %d: %s): check --api-key or XCONN_API_KEY", base, protocol.PathHealth, status, said)}
+	return &exitError{code: 1, err: fmt.Errorf("the connector at %s refused the API key (GET %s answered HTTP %d: %s): check --api-key-file, --api-key or XCONN_API_KEY", base, protocol.PathHealth, status, said)}
 }
 
 // serverMessage is what a Connector said in an error body: the message
@@ -103,30 +124,4 @@ func rootErr(err error) string {
 		}
 		err = next
 	}
-}
-
-// checkNotConnectorURL is xconn check's guard against a wrong Base URL: a
-// server that answers GET /connector-card.json with 404 (a page under the
-// connector's root, another service) gets one sentence and exit 1 instead
-// of a report that fails every requirement. Anything else is the
-// conformance run's business (it diagnoses silence and a refused key).
-func checkNotConnectorURL(ctx context.Context, baseURL string) error {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil // conformance.Check reports it as a usage error
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(baseURL, "/")+protocol.PathCard, nil)
-	if err != nil {
-		return nil
-	}
-	res, err := (&http.Client{Timeout: hostPreflightTimeout}).Do(req)
-	if err != nil {
-		return nil
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusNotFound {
-		return nil
-	}
-	return &exitError{code: 1, err: fmt.Errorf("%s is not a connector's Base URL (GET %s answered HTTP 404): use the connector's root, such as http://127.0.0.1:8080, not a page under it",
-		strings.TrimSuffix(u.Redacted(), "/"), protocol.PathCard)}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/xconn/xconn/connector"
@@ -23,7 +24,64 @@ const (
 )
 
 // logStyleHelp is the help of --log.
-const logStyleHelp = `log style: "structured" (one logfmt record per line on stderr), "pretty" (the readable packet view on stdout), or "auto": pretty when stdout is a terminal, else structured`
+const logStyleHelp = `log style: "structured" (one logfmt record per line on stderr), "pretty" (the readable view on stdout, warnings in the same shape), or "auto": pretty when stdout is a terminal, else structured`
+
+// logFlags are --log and --log-level, the same on every command that logs
+// (demo, host, serve): one style per process, chosen once. The pretty
+// view of demo and host shows packets, so it logs warnings and above
+// unless told otherwise; a serve command has no packet view, so its log
+// shows info in either style (serving set).
+type logFlags struct {
+	style   string // --log
+	level   string // --log-level; "" is the style's default
+	serving bool   // a serve command: info by default in the pretty view too
+}
+
+// register adds --log and --log-level to fs; serving is the serve
+// commands' default level (see logFlags).
+func (l *logFlags) register(fs *pflag.FlagSet, serving bool) {
+	l.serving = serving
+	fs.StringVar(&l.style, "log", logAuto, logStyleHelp)
+	levels := "warn in the pretty view, info in the structured style"
+	if serving {
+		levels = "info"
+	}
+	fs.StringVar(&l.level, "log-level", "", "lowest level logged: debug, info, warn or error (default: "+levels+")")
+}
+
+// resolve returns whether the pretty view is on (for auto: stdout is a
+// terminal) and the level to log at. An unknown value is a usage error.
+func (l *logFlags) resolve(stdout io.Writer) (pretty bool, level slog.Level, err error) {
+	pretty, err = prettyLog(l.style, stdout)
+	if err != nil {
+		return false, 0, err
+	}
+	switch {
+	case l.level != "":
+		if err := level.UnmarshalText([]byte(l.level)); err != nil {
+			return false, 0, usageError(fmt.Errorf("--log-level %q: want debug, info, warn or error", l.level))
+		}
+	case pretty && !l.serving:
+		level = slog.LevelWarn
+	default:
+		level = slog.LevelInfo
+	}
+	return pretty, level, nil
+}
+
+// newLogger is the one logger of a command, every record redacted by
+// secrets (nil: the SDK's default redaction only): in the pretty view the
+// readable shape on out, written under mu (the mutex of the command's own
+// line printer, so that lines never interleave); else logfmt on errOut.
+func newLogger(pretty bool, level slog.Level, mu *sync.Mutex, out, errOut io.Writer, secrets *connector.Redactor) *slog.Logger {
+	var h slog.Handler
+	if pretty {
+		h = newPrettyHandler(mu, out, level)
+	} else {
+		h = slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level})
+	}
+	return slog.New(connector.NewRedactingHandler(h, secrets))
+}
 
 // prettyLog reports whether --log value style asks for the readable view
 // on stdout; an unknown value is a usage error.
@@ -102,10 +160,4 @@ func (h *prettyHandler) WithGroup(name string) slog.Handler {
 	}
 	c.group = name
 	return &c
-}
-
-// structuredLogger is the structured style: logfmt records on w, secrets
-// redacted.
-func structuredLogger(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(connector.NewRedactingHandler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}), nil))
 }

@@ -52,6 +52,9 @@ func (v *apiKeyValue) Set(s string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkSecretFileMode(s); err != nil { // as the connectors refuse their own key files
+		return err
+	}
 	if key == "" {
 		return fmt.Errorf("%s holds no key", s)
 	}
@@ -68,7 +71,7 @@ func registerAPIKey(fs *pflag.FlagSet, dst *string, help string) {
 	fs.Var(&apiKeyValue{dst: dst, source: source, name: "api-key"}, "api-key",
 		help+" (visible in the process list: prefer --api-key-file or env XCONN_API_KEY)")
 	fs.Var(&apiKeyValue{dst: dst, source: source, name: "api-key-file", file: true}, "api-key-file",
-		"file holding the system API key (its first line; default: env XCONN_API_KEY)")
+		"file holding the system API key (its first line; mode 0600: a file others may read is refused; default: env XCONN_API_KEY)")
 }
 
 // readSecretFile returns the first line of a small file, without its line

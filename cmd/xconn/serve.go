@@ -5,13 +5,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,7 +23,6 @@ import (
 // Defaults of "xconn serve webchat" (and "xconn demo").
 const (
 	serveDefaultListen  = "127.0.0.1:8080"
-	serveDefaultDataDir = "./xconn-data"
 	shutdownTimeout     = 10 * time.Second
 	serveSigningKeyFile = "webchat-signing.key"
 )
@@ -54,6 +53,7 @@ type webchatFlags struct {
 	loginTTL     time.Duration
 	outboxTTL    time.Duration // 0: the SDK's default
 	leaseTTL     time.Duration // > 0: active/standby on a shared store (serve_lease.go)
+	log          logFlags
 }
 
 func (f *webchatFlags) register(cmd *cobra.Command, withAPIKey bool) {
@@ -61,13 +61,14 @@ func (f *webchatFlags) register(cmd *cobra.Command, withAPIKey bool) {
 	fs.StringVar(&f.listen, "listen", envOr("XCONN_LISTEN", serveDefaultListen), "address of the connector endpoints (and of the web side unless --public-listen) (env XCONN_LISTEN)")
 	fs.StringVar(&f.publicURL, "public-url", os.Getenv("XCONN_PUBLIC_URL"), "absolute URL at which browsers reach the web side, e.g. https://chat.example.com (default: the web listener's address) (env XCONN_PUBLIC_URL)")
 	fs.StringVar(&f.publicListen, "public-listen", os.Getenv("XCONN_PUBLIC_LISTEN"), "serve the web side (/webchat/) on this address of its own instead of --listen (env XCONN_PUBLIC_LISTEN)")
-	fs.StringVar(&f.dataDir, "data", envOr("XCONN_DATA", serveDefaultDataDir), "data directory: SQLite database, file cache, keys (env XCONN_DATA)")
+	fs.StringVar(&f.dataDir, "data", envOr("XCONN_DATA", dataDirWebchat), "data directory: SQLite database, file cache, keys; the web chat connector's, locked while it runs (env XCONN_DATA)")
 	fs.StringVar(&f.storeDSN, "store", os.Getenv("XCONN_STORE"), `store DSN: "sqlite:/path/file.db" or "postgres://..." (default: SQLite in the data directory) (env XCONN_STORE)`)
 	fs.Int64Var(&f.maxUpload, "max-upload", webchat.DefaultMaxUploadBytes, "largest message (file included) a browser may post, in bytes")
 	fs.DurationVar(&f.loginTTL, "login-ttl", webchat.DefaultLoginTTL, "lifetime of one QR login link")
 	if withAPIKey {
 		registerAPIKey(fs, &f.apiKey, "system API key xAgent must present (default: env XCONN_API_KEY)")
 	}
+	f.log.register(fs, withAPIKey) // serve webchat; the demo has its packet view
 }
 
 func envOr(key, def string) string {
@@ -90,7 +91,11 @@ listener or on --public-listen. State lives in --data (SQLite) or --store.`,
 			if f.apiKey == "" {
 				f.apiKey = os.Getenv("XCONN_API_KEY")
 			}
-			log := serveLogger(cmd.ErrOrStderr(), slog.LevelInfo)
+			pretty, level, err := f.log.resolve(cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			log := newLogger(pretty, level, new(sync.Mutex), cmd.OutOrStdout(), cmd.ErrOrStderr(), nil)
 			ctx := cmd.Context()
 			if f.leaseTTL > 0 { // a hot standby until it holds the store's active lease
 				held, err := holdActiveWebchat(ctx, f, cmd.OutOrStdout(), log)
@@ -103,7 +108,14 @@ listener or on --public-listen. State lives in --data (SQLite) or --store.`,
 				defer held.stop()
 				ctx = held.ctx
 			}
-			rt, err := startWebchat(ctx, f, "webchat.db", log)
+			lock, err := lockWebchatData(ctx, f)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			rt, err := startWebchat(ctx, f, lock, "webchat.db", log)
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
@@ -134,12 +146,6 @@ listener or on --public-listen. State lives in --data (SQLite) or --store.`,
 	return cmd
 }
 
-// serveLogger returns a text logger whose secrets are redacted.
-func serveLogger(w io.Writer, level slog.Level) *slog.Logger {
-	h := slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
-	return slog.New(connector.NewRedactingHandler(h, nil))
-}
-
 // webchatRuntime is a started web chat connector with its store and
 // listeners; serve runs it.
 type webchatRuntime struct {
@@ -152,21 +158,32 @@ type webchatRuntime struct {
 	lock    *connector.DataDirLock // of --data, released when serving ends
 }
 
-// startWebchat locks the data directory (a second process on it gets one
-// line naming this one's pid and address), listens, opens the store,
-// builds and starts the connector. dbName is the SQLite file used when
-// f.storeDSN is empty. rt.serve (or demoServe's stop) releases the lock.
-func startWebchat(ctx context.Context, f webchatFlags, dbName string, log *slog.Logger) (*webchatRuntime, error) {
+// lockWebchatData takes the lock of --data for the web chat connector
+// (datadir.go); a second process on it gets one line naming this one's
+// pid and address. With --lease-ttl, where active and standby share --data
+// and the store's lease decides who serves, a process that has just taken
+// the lease waits for the one it replaced to let go of the directory.
+func lockWebchatData(ctx context.Context, f webchatFlags) (*connector.DataDirLock, error) {
 	lock, err := connector.LockDataDir(f.dataDir)
 	if f.leaseTTL > 0 {
-		// Active and standby share --data and the store's lease decides
-		// who serves: a process that has just taken the lease waits for
-		// the one it replaced to let go of the directory.
 		lock, err = waitDataDirLock(ctx, f.dataDir, lock, err, f.leaseTTL+shutdownTimeout)
 	}
 	if err != nil {
-		return nil, err
+		return nil, &exitError{code: 1, err: err}
 	}
+	if err := lock.Claim(webchat.CardID); err != nil {
+		lock.Close()
+		return nil, &exitError{code: 1, err: err}
+	}
+	return lock, nil
+}
+
+// startWebchat listens, opens the store, builds and starts the connector
+// whose data directory lock the caller holds (lockWebchatData); it records
+// the address in the lock, and rt.serve (or demoServe's stop) releases it.
+// dbName is the SQLite file used when f.storeDSN is empty. On an error
+// the lock is released.
+func startWebchat(ctx context.Context, f webchatFlags, lock *connector.DataDirLock, dbName string, log *slog.Logger) (*webchatRuntime, error) {
 	rt, err := startWebchatLocked(ctx, f, dbName, log)
 	if err != nil {
 		lock.Close()

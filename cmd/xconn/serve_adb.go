@@ -27,8 +27,12 @@ RSA prompt accepted). The connector talks to the ADB server at --adb-addr
 <--data>/adb (SQLite) or --store.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f.key()
-			sdk, err := f.sdkOptions(cmd, "adb")
+			lock, log, err := f.start(cmd, adb.CardID)
+			if err != nil {
+				return err
+			}
+			defer lock.Close()
+			sdk, err := f.sdkOptions("adb", log)
 			if err != nil {
 				return err
 			}
@@ -49,7 +53,7 @@ RSA prompt accepted). The connector talks to the ADB server at --adb-addr
 		},
 	}
 	fs := cmd.Flags()
-	f.register(fs, "data directory: SQLite database, screenshot cache, keys, under adb/",
+	f.register(fs, dataDirADB, "data directory: SQLite database, screenshot cache, keys, under adb/",
 		"absolute URL at which xAgent reaches the connector, for absolute screenshot download URLs (default: relative ones)")
 	fs.StringVar(&f.adbAddr, "adb-addr", envOr("XCONN_ADB_ADDR", adb.DefaultADBAddr), "address of the ADB server, host:port (env XCONN_ADB_ADDR)")
 	return cmd

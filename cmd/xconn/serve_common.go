@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -23,19 +24,22 @@ type connFlags struct {
 	dataDir   string
 	storeDSN  string
 	apiKey    string
+	log       logFlags
 }
 
-// register adds the shared flags to fs; dataHelp says what --data holds
-// for this connector, publicHelp (empty: no --public-url) what the public
-// URL is for.
-func (f *connFlags) register(fs *pflag.FlagSet, dataHelp, publicHelp string) {
+// register adds the shared flags to fs; dataDef is the connector's own
+// default --data (datadir.go), dataHelp says what --data holds for this
+// connector, publicHelp (empty: no --public-url) what the public URL is
+// for.
+func (f *connFlags) register(fs *pflag.FlagSet, dataDef, dataHelp, publicHelp string) {
 	fs.StringVar(&f.listen, "listen", envOr("XCONN_LISTEN", serveDefaultListen), "address of the connector endpoints (env XCONN_LISTEN)")
 	if publicHelp != "" {
 		fs.StringVar(&f.publicURL, "public-url", os.Getenv("XCONN_PUBLIC_URL"), publicHelp+" (env XCONN_PUBLIC_URL)")
 	}
-	fs.StringVar(&f.dataDir, "data", envOr("XCONN_DATA", serveDefaultDataDir), dataHelp+" (env XCONN_DATA)")
+	fs.StringVar(&f.dataDir, "data", envOr("XCONN_DATA", dataDef), dataHelp+"; one connector's, locked while it runs (env XCONN_DATA)")
 	fs.StringVar(&f.storeDSN, "store", os.Getenv("XCONN_STORE"), `store DSN: "sqlite:/path/file.db" or "postgres://..." (default: SQLite in the data directory) (env XCONN_STORE)`)
 	registerAPIKey(fs, &f.apiKey, "system API key xAgent must present (default: env XCONN_API_KEY)")
+	f.log.register(fs, true)
 }
 
 // key returns --api-key, else XCONN_API_KEY.
@@ -46,16 +50,31 @@ func (f *connFlags) key() string {
 	return f.apiKey
 }
 
+// start is what every "serve <connector>" does first, before it prints
+// anything: resolve the key and the log flags, and lock --data for owner
+// (the connector's card id). The caller closes the lock when serving ends.
+func (f *connFlags) start(cmd *cobra.Command, owner string) (*connector.DataDirLock, *slog.Logger, error) {
+	f.key()
+	pretty, level, err := f.log.resolve(cmd.OutOrStdout())
+	if err != nil {
+		return nil, nil, err
+	}
+	lock, err := lockDataDir(f.dataDir, owner)
+	if err != nil {
+		return nil, nil, err
+	}
+	return lock, newLogger(pretty, level, new(sync.Mutex), cmd.OutOrStdout(), cmd.ErrOrStderr(), nil), nil
+}
+
 // sdkOptions returns the SDK options of a connector whose state lives in
 // <--data>/sub (created 0700): the directory, --store, the API key,
-// --public-url and the serving logger on the command's stderr.
-func (f *connFlags) sdkOptions(cmd *cobra.Command, sub string) (connector.Options, error) {
+// --public-url and the logger.
+func (f *connFlags) sdkOptions(sub string, log *slog.Logger) (connector.Options, error) {
 	dir := filepath.Join(f.dataDir, sub)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return connector.Options{}, &exitError{code: 1, err: fmt.Errorf("data directory: %w", err)}
 	}
-	return connector.Options{DataDir: dir, StoreDSN: f.storeDSN, APIKey: f.apiKey, PublicURL: f.publicURL,
-		Logger: serveLogger(cmd.ErrOrStderr(), slog.LevelInfo)}, nil
+	return connector.Options{DataDir: dir, StoreDSN: f.storeDSN, APIKey: f.apiKey, PublicURL: f.publicURL, Logger: log}, nil
 }
 
 // listenChecked listens on --listen and refuses, before anything is

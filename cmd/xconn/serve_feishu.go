@@ -40,8 +40,12 @@ For Lark instead of Feishu, use --feishu-api-url ` + feishu.LarkAPIURL + `
 and --feishu-accounts-url ` + feishu.LarkAccountsURL + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f.key()
-			sdk, err := f.sdkOptions(cmd, "feishu")
+			lock, log, err := f.start(cmd, feishu.CardID)
+			if err != nil {
+				return err
+			}
+			defer lock.Close()
+			sdk, err := f.sdkOptions("feishu", log)
 			if err != nil {
 				return err
 			}
@@ -76,7 +80,7 @@ and --feishu-accounts-url ` + feishu.LarkAccountsURL + `.`,
 		},
 	}
 	fs := cmd.Flags()
-	f.register(fs, "data directory: SQLite database, file cache, keys, under feishu/",
+	f.register(fs, dataDirFeishu, "data directory: SQLite database, file cache, keys, under feishu/",
 		"absolute URL at which xAgent (and, in webhook mode, Feishu) reaches the connector, for absolute file download URLs (default: relative ones)")
 	fs.StringVar(&f.apiURL, "feishu-api-url", envOr("XCONN_FEISHU_API_URL", feishu.DefaultAPIURL), "Feishu Open Platform: "+feishu.DefaultAPIURL+", Lark "+feishu.LarkAPIURL+", or a fake for tests (env XCONN_FEISHU_API_URL)")
 	fs.StringVar(&f.accountsURL, "feishu-accounts-url", envOr("XCONN_FEISHU_ACCOUNTS_URL", feishu.DefaultAccountsURL), "accounts host of the QR app registration: "+feishu.DefaultAccountsURL+", Lark "+feishu.LarkAccountsURL+" (env XCONN_FEISHU_ACCOUNTS_URL)")

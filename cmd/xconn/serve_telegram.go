@@ -29,8 +29,12 @@ BotFather and the chat id the bot serves. State lives in <--data>/telegram
 honoured too).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f.key()
-			sdk, err := f.sdkOptions(cmd, "telegram")
+			lock, log, err := f.start(cmd, telegram.CardID)
+			if err != nil {
+				return err
+			}
+			defer lock.Close()
+			sdk, err := f.sdkOptions("telegram", log)
 			if err != nil {
 				return err
 			}
@@ -56,7 +60,7 @@ honoured too).`,
 		},
 	}
 	fs := cmd.Flags()
-	f.register(fs, "data directory: SQLite database, file cache, keys, under telegram/",
+	f.register(fs, dataDirTelegram, "data directory: SQLite database, file cache, keys, under telegram/",
 		"absolute URL at which xAgent reaches the connector, for absolute file download URLs (default: relative ones)")
 	fs.StringVar(&f.apiURL, "telegram-api-url", envOr("XCONN_TELEGRAM_API_URL", telegram.DefaultAPIURL), "Bot API server: the public one, a self-hosted telegram-bot-api, or a fake for tests (env XCONN_TELEGRAM_API_URL)")
 	fs.StringVar(&f.proxy, "telegram-proxy", os.Getenv("XCONN_TELEGRAM_PROXY"), "proxy for the Bot API: http://, https://, socks5:// or socks5h:// URL (default: HTTPS_PROXY/HTTP_PROXY) (env XCONN_TELEGRAM_PROXY)")

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -29,12 +27,11 @@ func newServeWechatCmd() *cobra.Command {
 QR flow wechat_qr_login. State lives in --data (SQLite) or --store.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f.key()
 			return runServeWechat(cmd, f)
 		},
 	}
 	fs := cmd.Flags()
-	f.register(fs, "data directory: SQLite database, file cache, keys", "")
+	f.register(fs, dataDirWechat, "data directory: SQLite database, file cache, keys", "")
 	fs.StringVar(&f.apiURL, "wechat-api-url", envOr("XCONN_WECHAT_API_URL", wechat.DefaultAPIURL), "iLink API base URL (env XCONN_WECHAT_API_URL)")
 	fs.StringVar(&f.cdnURL, "wechat-cdn-url", envOr("XCONN_WECHAT_CDN_URL", wechat.DefaultCDNURL), "WeChat media CDN base URL (env XCONN_WECHAT_CDN_URL)")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
@@ -45,10 +42,11 @@ QR flow wechat_qr_login. State lives in --data (SQLite) or --store.`,
 // the command's context ends.
 func runServeWechat(cmd *cobra.Command, f wechatFlags) error {
 	ctx := cmd.Context()
-	log := serveLogger(cmd.ErrOrStderr(), slog.LevelInfo)
-	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("data directory: %w", err)}
+	lock, log, err := f.start(cmd, wechat.CardID)
+	if err != nil {
+		return err
 	}
+	defer lock.Close()
 	dsn := f.storeDSN
 	if dsn == "" {
 		dsn = "sqlite:" + filepath.Join(f.dataDir, "wechat.db")

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // strictUsage makes every usage mistake of c and its subcommands an error
@@ -14,7 +15,7 @@ import (
 // arguments, unknown or malformed flags. run prints each in one shape (see
 // usageLine).
 func strictUsage(c *cobra.Command) {
-	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	c.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError(flagProblem(cmd, err)) })
 	switch {
 	case c.HasSubCommands() && c.RunE == nil && c.Run == nil:
 		c.Args = cobra.ArbitraryArgs
@@ -47,6 +48,54 @@ func strictUsage(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		strictUsage(sub)
 	}
+}
+
+// flagProblem adds to an unknown flag's error the flag of cmd it was
+// probably meant to be, as an unknown subcommand gets its "did you mean".
+func flagProblem(cmd *cobra.Command, err error) error {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) || ne.GetSpecifiedShortnames() != "" {
+		return err
+	}
+	typed := ne.GetSpecifiedName()
+	best, bestD := "", 3 // at most 2 edits away, or a prefix
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		d := editDistance(typed, f.Name)
+		if len(typed) >= 3 && strings.HasPrefix(f.Name, typed) {
+			d = min(d, 1)
+		}
+		if d < bestD || (d == bestD && best != "" && f.Name < best) {
+			best, bestD = f.Name, d
+		}
+	})
+	if best == "" {
+		return err
+	}
+	return fmt.Errorf("%w (did you mean --%s?)", err, best)
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // subcommandNames lists the visible subcommands of c.

@@ -1,12 +1,13 @@
 // Package xagent is the conformance suite for the other side of the wire:
 // it checks an xAgent-side implementation (a host) of the xAgent Connector
-// protocol 3.0 with IM Profile v2, by serving a scripted Connector Server
+// protocol 3.0 with IM Profile v2 (and IM v1's message.push), by serving a scripted Connector Server
 // that the host under test connects to. Package conformance checks
 // Connector Servers; this package checks what connects to them.
 //
 // A [Server] is an http.Handler serving the Card, the Skill, /health, /ws
 // and the transfer plane (POST /files/uploads, GET /files/refs/{file_ref})
-// of a small IM v2 Connector (Card id [CardID]). It records every HTTP
+// of a small IM Connector (Card id [CardID]; it declares xagent.im.v2 and
+// xagent.im.v1). It records every HTTP
 // request and packet, answers the protocol generically (hello, channels,
 // sign-in, tools, Descriptors, pings) and, once a channel is signed in,
 // plays a fixed script on it:
@@ -26,7 +27,14 @@
 //     before the final that names them;
 //  6. closes the connection again and expects the next hello to carry the
 //     new connector_id, the channel to be reopened and no accepted final to
-//     come back within [Options.Quiet].
+//     come back within [Options.Quiet];
+//  7. on that connection, sends P1, an IM v1 message.push whose file has
+//     only a url (when the hello lists xagent.im.v1), and M4, whose file's
+//     download_url is a signed URL on another origin of this server
+//     ([Options.OtherOrigin], by default the loopback alias of the host
+//     the xAgent used): both files must be fetched, M4's before its ack
+//     says accepted. On loopback an xAgent that guards private addresses
+//     needs its opt-in for the run (xconn host --allow-private-downloads).
 //
 // The script needs an xAgent whose agent replies to every user message
 // with at least one final (xconn host's echo agent does, streaming deltas
@@ -47,7 +55,7 @@
 // From the command line:
 //
 //	xconn check --xagent --listen 127.0.0.1:8099 --api-key KEY
-//	xconn host http://127.0.0.1:8099 --api-key KEY --auth-flow xagent_check_form --auth-input code=1234
+//	xconn host http://127.0.0.1:8099 --api-key KEY --auth-flow xagent_check_form --auth-input code=1234 --allow-private-downloads
 //
 // A Server is safe for concurrent use; Close stops every connection it
 // serves and the script, and waits for them.

@@ -64,7 +64,7 @@ func (j *judge) headline() string {
 }
 
 // redact hides the API key, the secret form inputs the xAgent sent and
-// the inbound file's signature.
+// the inbound files' signatures.
 func (j *judge) redact(s string) string {
 	secrets := []string{j.s.opts.APIKey}
 	for _, e := range j.in() {
@@ -79,11 +79,10 @@ func (j *judge) redact(s string) string {
 		}
 	}
 	j.s.mu.Lock()
-	sig := j.s.sig
-	j.s.mu.Unlock()
-	if sig != "" {
+	for _, sig := range j.s.sigs {
 		s = strings.ReplaceAll(s, sig, "[redacted]")
 	}
+	j.s.mu.Unlock()
 	return s
 }
 
@@ -119,6 +118,22 @@ func (j *judge) has(c conformance.Capability) (bool, string) {
 		return j.sent(protocol.TypeAuthCancel, ""), "the xAgent sent no auth.cancel (cancel a sign-in during the run to check it)"
 	case CapSentLogout:
 		return j.sent(protocol.TypeAuthLogout, ""), "the xAgent sent no auth.logout (sign a channel out during the run to check it)"
+	case CapIMv1:
+		if j.f.p1.MessageID != "" {
+			return true, ""
+		}
+		if j.f.noP1 != "" {
+			return false, j.f.noP1
+		}
+		return false, "the script did not reach P1: " + j.f.reason
+	case CapOtherOrigin:
+		if j.f.m4.MessageID != "" {
+			return true, ""
+		}
+		if j.f.noM4 != "" {
+			return false, j.f.noM4
+		}
+		return false, "the script did not reach M4: " + j.f.reason
 	case CapSentTool:
 		return j.sent(protocol.TypeToolInvoke, ""), "the xAgent sent no tool.invoke (invoke " + ToolID + " during the run to check it)"
 	}
@@ -189,6 +204,8 @@ func (j *judge) checks() map[string]func() verdict {
 		"xagent.duplicate":                j.duplicate,
 		"xagent.conflict":                 j.conflict,
 		"xagent.inbound-file":             j.inboundFile,
+		"xagent.download-other-origin":    j.otherOriginFile,
+		"xagent.imv1-file-url":            j.v1FileURL,
 		"xagent.reject-not-open":          j.rejectNotOpen,
 		"xagent.deltas":                   j.deltas,
 		"xagent.final":                    j.finals,
@@ -736,6 +753,62 @@ func (j *judge) rejectNotOpen() verdict {
 		return fail("rejected with code channel_not_open and retryable", fmt.Sprintf("status %q code %q", ack.Status, ack.Code), string(a.raw))
 	}
 	return pass()
+}
+
+// otherOriginFile judges M4: its file fetched through the other origin
+// before the ack accepted.
+func (j *judge) otherOriginFile() verdict {
+	if j.f.m4.MessageID == "" {
+		return skip("the script did not reach M4: " + j.f.reason)
+	}
+	want := strings.TrimPrefix(strings.TrimPrefix(j.f.other, "http://"), "https://")
+	fetched := -1
+	for i, e := range j.ev {
+		if e.kind == "http" && e.method == "GET" && e.fileRef == otherRef && strings.EqualFold(e.host, want) && fetched < 0 {
+			fetched = i
+		}
+		if !e.out && e.env != nil && e.env.Type == protocol.TypeChatMessageAck && ackOf(e).MessageID == j.f.m4.MessageID {
+			a := ackOf(e)
+			switch {
+			case a.Status != protocol.AckAccepted:
+				return fail("the file fetched from "+j.f.other+" and the message accepted",
+					fmt.Sprintf("chat.message.ack %s, code %q: %s", a.Status, a.Code, a.Message), string(e.raw))
+			case fetched < 0:
+				return fail("GET of the download_url on "+j.f.other+" before the ack accepted", "accepted without downloading the file", string(e.raw))
+			}
+			return pass()
+		}
+	}
+	if fetched < 0 {
+		return fail("GET of the download_url on "+j.f.other, "never fetched, and M4 never acknowledged", "")
+	}
+	return skip("M4 was not acknowledged")
+}
+
+// v1FileURL judges P1: its file fetched from its url.
+func (j *judge) v1FileURL() verdict {
+	if j.f.p1.MessageID == "" {
+		if j.f.noP1 != "" {
+			return skip(j.f.noP1)
+		}
+		return skip("the script did not reach P1: " + j.f.reason)
+	}
+	for _, e := range j.ev {
+		if e.kind == "http" && e.method == "GET" && e.fileRef == v1Ref {
+			return pass()
+		}
+	}
+	var errs []string
+	for _, e := range j.in() {
+		if e.env.Type == protocol.TypeError && e.env.Error != nil {
+			errs = append(errs, e.env.Error.Code+": "+e.env.Error.Message)
+		}
+	}
+	actual := "never fetched"
+	if len(errs) > 0 {
+		actual += "; error packets: " + strings.Join(errs, "; ")
+	}
+	return fail("GET of the file's url (the push has no download_url)", actual, "")
 }
 
 func (j *judge) inboundFile() verdict {

@@ -25,6 +25,13 @@ const (
 	noBearer         breakage = "no-bearer"         // /ws without the API key
 	wrongSubprotocol breakage = "wrong-subprotocol" // /ws offers another subprotocol
 	resendAccepted   breakage = "resend-accepted"   // an accepted final comes again after a reconnect
+	// v1URLIgnored hides the url of message.push files from the host, as
+	// a host that reads download_url only would see them.
+	v1URLIgnored breakage = "v1-url-ignored"
+	// otherOriginRefused is no proxy change: the host is configured as
+	// xconn's was before issue 35, downloading from the connector's
+	// origin only (Options.DownloadOrigins).
+	otherOriginRefused breakage = "other-origin-refused"
 )
 
 // manglingProxy sits between a host and the scripted Connector: HTTP is
@@ -116,7 +123,7 @@ func (p *manglingProxy) serveWS(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			p.fromConnector(data)
-			if host.Write(ctx, websocket.MessageText, data) != nil {
+			if host.Write(ctx, websocket.MessageText, p.mangleFromConnector(data)) != nil {
 				return
 			}
 			for _, out := range p.afterConnector(data) {
@@ -186,6 +193,32 @@ func (p *manglingProxy) fromConnector(data []byte) {
 		p.accepted = append(p.accepted, a.MessageID)
 		p.mu.Unlock()
 	}
+}
+
+// mangleFromConnector applies the breakage to one Connector packet.
+func (p *manglingProxy) mangleFromConnector(data []byte) []byte {
+	if p.brk != v1URLIgnored {
+		return data
+	}
+	env, err := protocol.DecodeEnvelope(data)
+	if err != nil || env.Type != protocol.TypeMessagePush {
+		return data
+	}
+	var m protocol.MessagePushPayload
+	if env.DecodePayload(&m) != nil {
+		return data
+	}
+	for i := range m.Files {
+		m.Files[i].URL = ""
+	}
+	if env.SetPayload(m) != nil {
+		return data
+	}
+	b, err := env.Encode()
+	if err != nil {
+		return data
+	}
+	return b
 }
 
 // afterConnector returns packets to inject after a Connector packet: with

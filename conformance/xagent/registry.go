@@ -32,6 +32,12 @@ const (
 	CapSentLogout conformance.Capability = "sent-logout"
 	// CapSentTool: the xAgent sent tool.invoke.
 	CapSentTool conformance.Capability = "sent-tool"
+	// CapIMv1: the xAgent negotiated xagent.im.v1 (the Card declares both
+	// IM Profiles), so the script sent its IM v1 message.push.
+	CapIMv1 conformance.Capability = "im-v1"
+	// CapOtherOrigin: another origin reaches the scripted server
+	// (Options.OtherOrigin, or the loopback alias of the Base URL's host).
+	CapOtherOrigin conformance.Capability = "other-origin"
 )
 
 func req(id, section string, level conformance.Level, c conformance.Capability, statement string) conformance.Requirement {
@@ -65,6 +71,8 @@ func Requirements() []conformance.Requirement {
 		req("xagent.conflict", "IM v2 §9", must, CapSignedIn, "A chat.message reusing an accepted message_id with other text is rejected with a code and retryable=false"),
 		req("xagent.reject-not-open", "IM v2 §10", must, CapSignedIn, "A chat.message on a channel xAgent never opened gets chat.message.ack rejected with code channel_not_open and a retryable flag"),
 		req("xagent.inbound-file", "IM v2 §5.3", must, CapSignedIn, "xAgent downloads the download_url of an inbound file before it acknowledges the message accepted"),
+		req("xagent.download-other-origin", "IM v2 §5.3", must, CapOtherOrigin, "xAgent downloads an inbound file whose download_url is a signed absolute URL on another origin than the Base URL (a CDN or one-time URL, section 3) before it acknowledges the message accepted"),
+		req("xagent.imv1-file-url", "IM v1 §9", must, CapIMv1, "xAgent downloads the file of an IM v1 message.push that carries its address as url instead of download_url"),
 		req("xagent.deltas", "IM v2 §6", must, CapReplies, "The deltas of one assistant message are numbered from 1 without gaps, carry no files and come before its final"),
 		req("xagent.final", "IM v2 §5", must, CapReplies, "Every final chat.message from xAgent has a message_id and text or files, each file with a type and a file_ref and no download_url"),
 		req("xagent.files-uploaded", "IM v2 §5.3", must, CapReplies, "Every file_ref in a final was returned by POST /files/uploads for that channel (with the API key, if any) before the final was sent"),

@@ -19,8 +19,14 @@ type facts struct {
 	dup, conflict string // packet_ids of the duplicate and the conflict
 	notOpen       string // packet_id of the message on a channel never opened
 	f1, f2, f3    string // message_ids of the replies' finals
-	phase         int    // the last phase reached, 1 to 3; 4 when done
-	reason        string // why the script stopped early
+	// p1 is the IM v1 push with a url file, m4 the message whose file is
+	// on the other origin (other); noP1 and noM4 say why one was not sent.
+	p1         protocol.MessagePushPayload
+	m4         protocol.ChatMessagePayload
+	other      string
+	noP1, noM4 string
+	phase      int    // the last phase reached, 1 to 3; 4 when done
+	reason     string // why the script stopped early
 }
 
 // script plays the scenario of the package documentation. It returns when
@@ -137,12 +143,11 @@ func (s *Server) script(ctx context.Context) {
 		return
 	}
 
-	sig := runTag() + runTag()
 	m3 := protocol.ChatMessagePayload{MessageID: "xc-m3-" + tag, Text: "xagent check: a file",
 		Files: []protocol.ChatFile{{Type: protocol.FileFile, FileRef: inboundRef, Filename: "check.txt", MimeType: "text/plain",
-			DownloadURL: protocol.PathFileRefsPrefix + inboundRef + "?sig=" + sig}}}
+			DownloadURL: s.sign(inboundRef)}}}
 	s.mu.Lock()
-	s.facts.m3, s.sig = m3, sig
+	s.facts.m3 = m3
 	s.mu.Unlock()
 	s.printf("sending M3 with a file")
 	mark = s.mark()
@@ -186,11 +191,61 @@ func (s *Server) script(ctx context.Context) {
 	s.mu.Lock()
 	s.facts.conns, s.facts.phase = append(s.facts.conns, n3), 3
 	s.mu.Unlock()
+	s.otherFiles(ctx, n3, ch, tag, t)
 	s.sleep(ctx, quiet)
 	s.mu.Lock()
 	s.facts.phase = 4
 	s.mu.Unlock()
 	s.printf("script done")
+}
+
+// otherFiles sends, on connection n, the two files whose address is not a
+// relative download_url: P1, an IM v1 message.push whose file has only a
+// url (IM v1 section 9), when the connection negotiated xagent.im.v1; and
+// M4, a chat.message whose file's download_url is a signed URL on another
+// origin (IM v2 sections 3 and 5.3), when one is known (see
+// Options.OtherOrigin). It waits for P1's file to be fetched and for M4's
+// ack; the judges read what happened.
+func (s *Server) otherFiles(ctx context.Context, n int, ch, tag string, t time.Duration) {
+	if s.negotiated(n, protocol.ProfileIMv1) {
+		p1 := protocol.MessagePushPayload{Provider: "xagent-check", Profile: protocol.ProfileIMv1, EventKind: protocol.IMv1EventMessageReceived,
+			MessageID: "xc-p1-" + tag, SenderID: "xc-user", SenderName: "xAgent check", ChatType: "p2p", MessageType: "file", RawText: "",
+			Text:  "User message from xAgent check:\nSender: xAgent check\nConversation type: p2p\nMessage type: file\nUser text: none",
+			Files: []protocol.ChatFile{{Type: protocol.FileFile, FileRef: v1Ref, Filename: "check-v1.txt", MimeType: "text/plain", URL: s.sign(v1Ref)}}}
+		s.mu.Lock()
+		s.facts.p1 = p1
+		s.mu.Unlock()
+		s.printf("sending P1, an IM v1 message.push whose file has only a url")
+		mark := s.mark()
+		s.sendPacket(n, ch, protocol.TypeMessagePush, p1)
+		s.await(ctx, mark, t, fetchOf(v1Ref)) // judged by xagent.imv1-file-url
+	} else {
+		s.mu.Lock()
+		s.facts.noP1 = "the xAgent did not negotiate xagent.im.v1 (its hello's supported_profiles)"
+		s.mu.Unlock()
+	}
+	other := s.otherOrigin()
+	if other == "" {
+		s.mu.Lock()
+		s.facts.noM4 = "no other origin reaches the scripted server: give one with Options.OtherOrigin (xconn check --xagent --other-origin)"
+		s.mu.Unlock()
+		return
+	}
+	m4 := protocol.ChatMessagePayload{MessageID: "xc-m4-" + tag, Text: "xagent check: a file on another origin",
+		Files: []protocol.ChatFile{{Type: protocol.FileFile, FileRef: otherRef, Filename: "check-cdn.txt", MimeType: "text/plain",
+			DownloadURL: other + s.sign(otherRef)}}}
+	s.mu.Lock()
+	s.facts.m4, s.facts.other = m4, other
+	s.mu.Unlock()
+	s.printf("sending M4, whose file is a signed URL on %s", other)
+	mark := s.mark()
+	s.push(n, ch, m4)
+	s.await(ctx, mark, t, ackFor(m4.MessageID)) // judged by xagent.download-other-origin
+}
+
+// fetchOf matches the GET of the inbound file ref.
+func fetchOf(ref string) func(event) bool {
+	return func(e event) bool { return e.kind == "http" && e.method == "GET" && e.fileRef == ref }
 }
 
 // notOpenChannel is a channel id the Server never hands out.

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -29,7 +31,8 @@ const (
 	ToolID = "xagent_check_echo"
 	// QRPollInterval is the poll_interval_millis of a QR session.
 	QRPollInterval = 300 * time.Millisecond
-	// InboundFile is the content of the file the script sends in M3.
+	// InboundFile is the content of the files the script sends (M3, P1,
+	// M4).
 	InboundFile = "xagent check inbound file\n"
 )
 
@@ -71,6 +74,12 @@ type Options struct {
 	Strict bool
 	// Out receives the script's progress lines; nil discards.
 	Out io.Writer
+	// OtherOrigin is another origin (scheme://host[:port]) at which the
+	// xAgent reaches this server, for the signed download URL of M4 that
+	// xagent.download-other-origin checks. Default: the loopback alias of
+	// the host the xAgent fetched the Card from (127.0.0.1 and localhost,
+	// [::1] and localhost); without either the check is skipped.
+	OtherOrigin string
 }
 
 func (o Options) timeout() time.Duration {
@@ -102,10 +111,10 @@ type event struct {
 	out bool
 	// kind: "http", "handshake", "packet", "frame" (not a packet), "closed"
 	kind string
-	// http requests and handshakes
-	method, path, channelHeader string
-	keyOK, hasKey, subprotocol  bool
-	fileRef                     string // an upload's returned file_ref, or a download's
+	// http requests and handshakes; host is the request's Host header
+	method, path, channelHeader, host string
+	keyOK, hasKey, subprotocol        bool
+	fileRef                           string // an upload's returned file_ref, or a download's
 	// packets
 	env *protocol.Envelope
 	raw []byte
@@ -138,8 +147,12 @@ type Server struct {
 	replaceID  bool
 	holdFinals bool // leave finals unacknowledged (phase 1)
 	rejectNext bool // reject the next final as retryable
-	sig        string
-	facts      facts
+	// sigs are the signatures of the inbound files' URLs by file_ref.
+	sigs map[string]string
+	// cardHost is the Host of the first Card request: how the xAgent
+	// reaches this server.
+	cardHost string
+	facts    facts
 }
 
 type channel struct {
@@ -160,16 +173,32 @@ type upload struct {
 	at      time.Time
 }
 
+// Validate reports a malformed Only or Skip pattern (a
+// *conformance.PatternError, wrapped) or an OtherOrigin that is not an
+// origin; NewServer calls it.
+func (o Options) Validate() error {
+	if _, err := Select(o.Only, o.Skip); err != nil {
+		return fmt.Errorf("xagent: %w", err)
+	}
+	if o.OtherOrigin != "" {
+		u, err := url.Parse(o.OtherOrigin)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.User != nil {
+			return fmt.Errorf("xagent: Options.OtherOrigin %q is not an origin (scheme://host[:port])", o.OtherOrigin)
+		}
+	}
+	return nil
+}
+
 // NewServer returns a Server whose script starts at once: it waits for
 // the xAgent to sign a channel in. A malformed Only/Skip pattern is an
 // error.
 func NewServer(opts Options) (*Server, error) {
-	if _, err := Select(opts.Only, opts.Skip); err != nil {
-		return nil, fmt.Errorf("xagent: %w", err)
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: opts, ctx: ctx, cancel: cancel, done: make(chan struct{}), notify: make(chan struct{}),
-		conns: map[int]*conn{}, chans: map[string]*channel{}, auths: map[string]*authSession{}, files: map[string]upload{}}
+		conns: map[int]*conn{}, chans: map[string]*channel{}, auths: map[string]*authSession{}, files: map[string]upload{}, sigs: map[string]string{}}
 	s.card = scriptCard(opts.APIKey != "")
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET "+protocol.PathCard, s.serveCard)
@@ -278,7 +307,7 @@ func (s *Server) key(r *http.Request) (has, ok bool) {
 func (s *Server) recordHTTP(r *http.Request, fileRef string) {
 	has, ok := s.key(r)
 	s.record(event{kind: "http", method: r.Method, path: r.URL.Path, channelHeader: r.Header.Get(protocol.HeaderChannelID),
-		hasKey: has, keyOK: ok, fileRef: fileRef})
+		host: r.Host, hasKey: has, keyOK: ok, fileRef: fileRef})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -287,6 +316,11 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 func (s *Server) serveCard(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	if s.cardHost == "" {
+		s.cardHost = r.Host
+	}
+	s.mu.Unlock()
 	s.recordHTTP(r, "")
 	writeJSON(w, s.card)
 }
@@ -329,14 +363,14 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 		ExpiresAt: time.Now().Add(time.Hour).UnixMilli()})
 }
 
-// serveFile serves the inbound file of M3 to its signed URL.
+// serveFile serves an inbound file (of M3, P1 or M4) to its signed URL.
 func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	ref := r.PathValue("ref")
 	s.mu.Lock()
-	sig := s.sig
+	sig := s.sigs[ref]
 	s.mu.Unlock()
 	got := r.URL.Query().Get("sig")
-	if ref != inboundRef || sig == "" || subtle.ConstantTimeCompare([]byte(got), []byte(sig)) != 1 {
+	if sig == "" || subtle.ConstantTimeCompare([]byte(got), []byte(sig)) != 1 {
 		s.recordHTTP(r, "")
 		http.NotFound(w, r)
 		return
@@ -347,8 +381,46 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, InboundFile)
 }
 
-// inboundRef is the file_ref of M3's file.
-const inboundRef = "file_xc_in_1"
+// The file_refs of the inbound files: M3's (a relative download_url),
+// P1's (an IM v1 url) and M4's (a signed URL on another origin).
+const (
+	inboundRef = "file_xc_in_1"
+	v1Ref      = "file_xc_v1_url"
+	otherRef   = "file_xc_other_origin"
+)
+
+// sign makes the signed URL path of ref, as a Connector hands out a
+// short-lived, unguessable URL (section 3).
+func (s *Server) sign(ref string) string {
+	sig := runTag() + runTag()
+	s.mu.Lock()
+	s.sigs[ref] = sig
+	s.mu.Unlock()
+	return protocol.PathFileRefsPrefix + ref + "?sig=" + sig
+}
+
+// otherOrigin returns the origin M4's URL uses: Options.OtherOrigin, else
+// the loopback alias of the Card request's host, else "".
+func (s *Server) otherOrigin() string {
+	if s.opts.OtherOrigin != "" {
+		return strings.TrimRight(s.opts.OtherOrigin, "/")
+	}
+	s.mu.Lock()
+	h := s.cardHost
+	s.mu.Unlock()
+	host, port, err := net.SplitHostPort(h)
+	if err != nil {
+		host, port = h, ""
+	}
+	alias := map[string]string{"127.0.0.1": "localhost", "localhost": "127.0.0.1", "::1": "localhost"}[strings.ToLower(host)]
+	if alias == "" {
+		return ""
+	}
+	if port != "" {
+		alias = net.JoinHostPort(alias, port)
+	}
+	return "http://" + alias
+}
 
 func scriptCard(keyRequired bool) protocol.Card {
 	schema := json.RawMessage(`{"type":"object","required":["connector_channel_id","text"],"properties":{` +
@@ -359,9 +431,11 @@ func scriptCard(keyRequired bool) protocol.Card {
 		Build:           protocol.Build{Version: "1.0.0", GitTag: "v1.0.0", GitRev: "0000000", BuildTime: "2612030000"},
 		ConnectorCardID: CardID,
 		Connector:       protocol.CardInfo{Name: "xAgent check", Version: "1.0.0", Vendor: "xconn"},
+		// Both IM Profiles (IM v1 section 3 lets xAgent serve both): IM v2
+		// for the script, IM v1 for the message.push of P1.
 		Supports: protocol.Supports{UserChannelMode: protocol.UserChannelMultiple, TargetTypes: []string{protocol.TargetIM},
 			Targets:  []protocol.Target{{TargetType: protocol.TargetIM, Provider: "xagent-check", Label: "xAgent check"}},
-			Profiles: []protocol.Profile{protocol.ProfileIMv2}},
+			Profiles: []protocol.Profile{protocol.ProfileIMv2, protocol.ProfileIMv1}},
 		Tools: []protocol.Tool{{ToolID: ToolID, Profile: protocol.ProfileIMv2, Title: "Echo", Description: "Echo text.",
 			RelatedSkillIDs: []string{protocol.PrimarySkillName(CardID)}, InputSchema: schema, OutputSchema: json.RawMessage(`{"type":"object"}`)}},
 		AuthFlows: []protocol.AuthFlow{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,11 @@ type conn struct {
 	ws        *websocket.Conn
 	wmu       sync.Mutex
 	helloDone bool
-	open      map[string]bool
+	// profiles are the hello's supported_profiles intersected with the
+	// Card's: what the channels of this connection enable. Guarded by
+	// Server.mu.
+	profiles []protocol.Profile
+	open     map[string]bool
 	// closing is set when the script closes the connection: a chat.message
 	// still read from it then gets no ack (it would be recorded but never
 	// delivered).
@@ -185,6 +190,18 @@ func (c *conn) hello(e *protocol.Envelope) {
 	}
 	s.mu.Unlock()
 	c.helloDone = true
+	var profiles []protocol.Profile
+	for _, pr := range s.card.Supports.Profiles {
+		if slices.Contains(p.SupportedProfiles, pr) {
+			profiles = append(profiles, pr)
+		}
+	}
+	if len(profiles) == 0 {
+		profiles = []protocol.Profile{protocol.ProfileIMv2} // judged by xagent.hello-fields
+	}
+	s.mu.Lock()
+	c.profiles = profiles
+	s.mu.Unlock()
 	c.reply(e, protocol.TypeHelloAck, protocol.HelloAckPayload{ConnectorCardID: CardID, ConnectorID: id, ProtocolVersion: protocol.ProtocolVersion})
 }
 
@@ -212,7 +229,7 @@ func (c *conn) descriptor(ch *channel) *protocol.Descriptor {
 	defer s.mu.Unlock()
 	d := &protocol.Descriptor{Schema: protocol.DescriptorSchema,
 		Connection: protocol.Connection{ConnectorCardID: CardID, ConnectorID: s.lastID, ConnectorChannelID: ch.id,
-			TargetType: protocol.TargetIM, Profiles: []protocol.Profile{protocol.ProfileIMv2}, Status: protocol.StatusCreated},
+			TargetType: protocol.TargetIM, Profiles: slices.Clone(c.profiles), Status: protocol.StatusCreated},
 		Target: protocol.DescriptorTarget{Provider: "xagent-check", Label: "xAgent check", DisplayName: "xAgent check (not signed in)"}}
 	st := protocol.ToolState{ToolID: ToolID, Status: protocol.ToolRequiresReauth, TargetPermissionState: protocol.PermissionRequiresReauth}
 	if ch.authed {
@@ -341,22 +358,35 @@ func (c *conn) final(e *protocol.Envelope) {
 	case reject:
 		ack = protocol.ChatAckPayload{MessageID: p.MessageID, Status: protocol.AckRejected, Code: "target_busy", Message: "scripted retryable rejection", Retryable: new(true)}
 	}
-	out := e.Reply(protocol.TypeChatMessageAck)
-	out.RequestID = ""
+	out := e.Reply(protocol.TypeChatMessageAck) // request_id returned when the final had one (section 7)
 	_ = out.SetPayload(ack)
 	c.send(out)
 }
 
 // push sends a chat.message from the "target" on ch over connection n.
 func (s *Server) push(n int, ch string, m protocol.ChatMessagePayload) (*protocol.Envelope, bool) {
+	return s.sendPacket(n, ch, protocol.TypeChatMessage, m)
+}
+
+// sendPacket sends a packet of type typ with payload p on ch over
+// connection n.
+func (s *Server) sendPacket(n int, ch, typ string, p any) (*protocol.Envelope, bool) {
 	s.mu.Lock()
 	c := s.conns[n]
 	s.mu.Unlock()
 	if c == nil {
 		return nil, false
 	}
-	e := &protocol.Envelope{ConnectorChannelID: ch, Type: protocol.TypeChatMessage}
-	_ = e.SetPayload(m)
+	e := &protocol.Envelope{ConnectorChannelID: ch, Type: typ}
+	_ = e.SetPayload(p)
 	c.send(e)
 	return e, true
+}
+
+// negotiated reports whether connection n enabled profile.
+func (s *Server) negotiated(n int, profile protocol.Profile) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.conns[n]
+	return c != nil && slices.Contains(c.profiles, profile)
 }

@@ -22,7 +22,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const testKey = "xagent-check-key-0123456789"
 
 // startHost starts xconn's own host with the echo agent on a fresh store.
-func startHost(t *testing.T) *host.Host {
+// The run is on loopback, so the host may download from private addresses
+// (the other origin of M4 is the loopback alias of the Base URL's host).
+func startHost(t *testing.T, mod ...func(*host.Options)) *host.Host {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := store.Open(context.Background(), "sqlite:"+filepath.Join(dir, "host.db"), store.Options{DataDir: dir})
@@ -30,9 +32,13 @@ func startHost(t *testing.T) *host.Host {
 		t.Fatal(err)
 	}
 	opts := host.Options{Store: db, Delivery: db, Agent: host.Echo{}, FilesDir: filepath.Join(dir, "files"),
-		HealthInterval: time.Hour, ReconnectMin: 10 * time.Millisecond, ReconnectMax: 100 * time.Millisecond, RequestTimeout: 10 * time.Second}
+		HealthInterval: time.Hour, ReconnectMin: 10 * time.Millisecond, ReconnectMax: 100 * time.Millisecond, RequestTimeout: 10 * time.Second,
+		AllowPrivateDownloads: true}
 	opts.Outbox.Backoff.Base = 20 * time.Millisecond
 	opts.Outbox.Backoff.Max = 200 * time.Millisecond
+	for _, m := range mod {
+		m(&opts)
+	}
 	h, err := host.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -147,12 +153,18 @@ func TestBrokenHosts(t *testing.T) {
 		{noBearer, []string{"xagent.ws-bearer"}},
 		{wrongSubprotocol, []string{"xagent.ws-subprotocol"}},
 		{resendAccepted, []string{"xagent.no-resend-accepted"}},
+		{v1URLIgnored, []string{"xagent.imv1-file-url"}},
+		{otherOriginRefused, []string{"xagent.download-other-origin"}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.brk), func(t *testing.T) {
 			srv, url := newServer(t)
 			proxy := newManglingProxy(t, url, tt.brk)
-			h := startHost(t)
+			h := startHost(t, func(o *host.Options) {
+				if tt.brk == otherOriginRefused {
+					o.DownloadOrigins = []string{proxy.srv.URL}
+				}
+			})
 			rep := runScript(t, srv, h, proxy.srv.URL, nil)
 			if got := rep.Failed(); !slices.Equal(got, tt.want) {
 				var b bytes.Buffer

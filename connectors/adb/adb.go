@@ -141,6 +141,7 @@ type Connector struct {
 	shotTTL     time.Duration
 	maxShots    int
 	devices     *connector.Consumers[string, binding]
+	clients     *connector.Clients[binding, *device]
 }
 
 // New builds the Android connector on the SDK: the adb_device_binding
@@ -189,7 +190,8 @@ func or(d, def time.Duration) time.Duration {
 
 // register adds the flow, the client, the watcher and the tools.
 func (c *Connector) register() error {
-	var errWatch error
+	var errWatch, errClients error
+	c.clients, errClients = connector.SetClient(c.srv, c.newClient)
 	c.devices, errWatch = connector.AddConsumer(c.srv, connector.Consumer[string, binding]{
 		Key: func(b binding) string { return b.Serial },
 		Run: c.watch,
@@ -201,7 +203,7 @@ func (c *Connector) register() error {
 		errWatch,
 		connector.AddForm(c.srv, FlowBinding, c.signIn, connector.FlowOptions{Title: "Bind an Android Device", Default: true,
 			Description: "The serial of a device that `adb devices` lists as \"device\" on the connector's machine."}),
-		connector.SetClient(c.srv, c.newClient),
+		errClients,
 	}
 	errs = append(errs, c.registerTools()...)
 	return errors.Join(errs...)

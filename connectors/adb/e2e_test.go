@@ -13,8 +13,9 @@ import (
 
 // TestE2E is the kit's end-to-end against the fake ADB server: the
 // conformance suite signed in with adb_device_binding, with android_tap as
-// the tool it invokes (and repeats, for the idempotency check), the device
-// checks running and the tap reaching the device once; a serial the server
+// the tool it invokes twice (and repeats each time, for the idempotency
+// checks), the device checks running and each distinct tap reaching the
+// device once; a serial the server
 // does not list refused; no secret in any log line or frame. The chat
 // scenarios do not apply to a device.
 func TestE2E(t *testing.T) {
@@ -28,8 +29,11 @@ func TestE2E(t *testing.T) {
 		Fake: func(tb testing.TB, _ string) *e2e.Fake {
 			f, addr := newFake(tb)
 			return &e2e.Fake{Addr: addr, Conformance: func(t *testing.T, _ *conformance.Report) {
-				if n := f.CountCommands(testSerial, "input", "tap", "540", "1200"); n != 1 {
-					t.Errorf("the suite's tap reached the device %d times, want once", n)
+				// Two calls, each repeated once: with a tool_call_id
+				// (tool.idempotency) and without context
+				// (tool.idempotency-request-id).
+				if n := f.CountCommands(testSerial, "input", "tap", "540", "1200"); n != 2 {
+					t.Errorf("the suite's taps reached the device %d times, want twice, once per distinct call", n)
 				}
 			}}
 		},

@@ -69,7 +69,8 @@ func (c *Connector) signIn(ctx context.Context, ch *connector.Channel, in Login)
 		return connector.Account[binding]{}, err
 	}
 	model := strings.ReplaceAll(d.Model, "_", " ")
-	if out, err := c.exec(ctx, serial, c.cmdTimeout, MaxCommandOutput, "getprop", "ro.product.model"); err == nil {
+	out, err := c.exec(ctx, serial, c.cmdTimeout, MaxCommandOutput, "getprop", "ro.product.model")
+	if err == nil {
 		if m := strings.TrimSpace(string(out)); m != "" {
 			model = m
 		}
@@ -78,11 +79,17 @@ func (c *Connector) signIn(ctx context.Context, ch *connector.Channel, in Login)
 	if name == "" {
 		name = Label
 	}
-	return connector.Account[binding]{
+	acct := connector.Account[binding]{
 		Binding:     binding{Serial: serial, Model: model},
 		DisplayName: name,
 		AccountHint: connector.Hint(serial),
-	}, nil
+	}
+	if err == nil {
+		// The device has just answered a command: the channel's client
+		// needs no second check.
+		return c.clients.With(acct, &device{c: c, ch: ch, serial: serial}), nil
+	}
+	return acct, nil
 }
 
 // checkDevice requires serial to be listed and usable, with the message a
@@ -113,7 +120,7 @@ func (c *Connector) checkDevice(ctx context.Context, serial string) (adbc.Device
 // newClient is the channel's client: on sign-in and on every restore it
 // verifies that the device is reachable, so a restored channel reports
 // connected only once its device answers (Device Profile v1 §5).
-func (c *Connector) newClient(ctx context.Context, ch *connector.Channel, b binding) (*device, error) {
+func (c *Connector) newClient(ctx context.Context, ch *connector.Channel, b binding, _ connector.ClientReason) (*device, error) {
 	if _, err := c.checkDevice(ctx, b.Serial); err != nil {
 		return nil, err
 	}

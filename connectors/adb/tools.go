@@ -116,8 +116,8 @@ func (c *Connector) registerTools() []error {
 }
 
 // deviceOf returns the call's device client.
-func deviceOf(call *connector.Call) (*device, error) {
-	return connector.ClientOf[*device](call.Channel)
+func (c *Connector) deviceOf(call *connector.Call) (*device, error) {
+	return c.clients.Get(call.Channel)
 }
 
 // run executes one command of a tool call, classifying its failure.
@@ -130,7 +130,7 @@ func (d *device) run(ctx context.Context, timeout time.Duration, limit int64, ar
 }
 
 func (c *Connector) status(ctx context.Context, call *connector.Call, _ NoInput) (Status, error) {
-	d, err := deviceOf(call)
+	d, err := c.deviceOf(call)
 	if err != nil {
 		return Status{}, err
 	}
@@ -197,7 +197,7 @@ func (d *device) size(ctx context.Context) (int, int, error) {
 var pngTrailer = []byte("\x00\x00\x00\x00IEND\xaeB`\x82")
 
 func (c *Connector) screenshot(ctx context.Context, call *connector.Call, _ NoInput) (Screenshot, error) {
-	d, err := deviceOf(call)
+	d, err := c.deviceOf(call)
 	if err != nil {
 		return Screenshot{}, err
 	}
@@ -246,7 +246,7 @@ func (d *device) keepShot(ctx context.Context, ref string) {
 }
 
 func (c *Connector) uiDump(ctx context.Context, call *connector.Call, _ NoInput) (UIDump, error) {
-	d, err := deviceOf(call)
+	d, err := c.deviceOf(call)
 	if err != nil {
 		return UIDump{}, err
 	}
@@ -318,7 +318,7 @@ func inScreen(w, h int, pts ...[2]int) error {
 }
 
 func (c *Connector) tap(ctx context.Context, call *connector.Call, in TapInput) (Done, error) {
-	d, err := deviceOf(call)
+	d, err := c.deviceOf(call)
 	if err != nil {
 		return Done{}, err
 	}
@@ -335,7 +335,7 @@ func (c *Connector) tap(ctx context.Context, call *connector.Call, in TapInput) 
 }
 
 func (c *Connector) swipe(ctx context.Context, call *connector.Call, in SwipeInput) (Done, error) {
-	d, err := deviceOf(call)
+	d, err := c.deviceOf(call)
 	if err != nil {
 		return Done{}, err
 	}
@@ -364,7 +364,7 @@ func (c *Connector) textInput(ctx context.Context, call *connector.Call, in Text
 	if err != nil {
 		return Done{}, err
 	}
-	d, err := deviceOf(call)
+	d, err := c.deviceOf(call)
 	if err != nil {
 		return Done{}, err
 	}
@@ -413,7 +413,7 @@ func (c *Connector) key(ctx context.Context, call *connector.Call, in KeyInput) 
 	if !ok { // the schema's enum already refused it
 		return Done{}, protocol.Errorf(protocol.CodeInvalidArguments, "key must be one of back, home, recents, power, volume_up, volume_down, enter")
 	}
-	d, err := deviceOf(call)
+	d, err := c.deviceOf(call)
 	if err != nil {
 		return Done{}, err
 	}
@@ -426,7 +426,7 @@ func (c *Connector) appLaunch(ctx context.Context, call *connector.Call, in AppL
 	if len(in.Package) > 255 || !packagePattern.MatchString(in.Package) {
 		return Done{}, protocol.Errorf(protocol.CodeInvalidArguments, "package must be an application package name such as com.android.settings")
 	}
-	d, err := deviceOf(call)
+	d, err := c.deviceOf(call)
 	if err != nil {
 		return Done{}, err
 	}

@@ -24,7 +24,7 @@ func (c *Connector) watch(ctx context.Context, serial string, m *connector.Membe
 		members := m.Channels()
 		before := make([]uint64, len(members))
 		for i, mb := range members {
-			if d, err := connector.ClientOf[*device](mb.Channel); err == nil {
+			if d, err := c.clients.Get(mb.Channel); err == nil {
 				before[i] = d.reports.Load()
 			}
 		}
@@ -47,7 +47,7 @@ func (c *Connector) watch(ctx context.Context, serial string, m *connector.Membe
 		}
 		if st != "" {
 			for i, mb := range members {
-				if d, err := connector.ClientOf[*device](mb.Channel); err == nil && d.reports.Load() != before[i] {
+				if d, err := c.clients.Get(mb.Channel); err == nil && d.reports.Load() != before[i] {
 					continue // a tool call reported meanwhile; the next poll looks again
 				}
 				if err := mb.Channel.SetDeviceState(ctx, st, reason); err != nil && ctx.Err() == nil {

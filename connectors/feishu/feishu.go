@@ -30,7 +30,7 @@ const (
 	// ToolSend is the send tool.
 	ToolSend = "feishu_message_send"
 	// ConnectorVersion is the Card's connector.version.
-	ConnectorVersion = "1.0.0"
+	ConnectorVersion = "1.0.1"
 	// DefaultAPIURL is the Feishu Open Platform (Lark:
 	// https://open.larksuite.com).
 	DefaultAPIURL = "https://open.feishu.cn"
@@ -143,6 +143,7 @@ type Connector struct {
 	srv          *connector.Server
 	api          *openAPI
 	apps         *connector.Consumers[string, binding]
+	clients      *connector.Clients[binding, *appClient]
 	log          *slog.Logger
 	editInterval time.Duration
 	maxFileBytes int64
@@ -240,7 +241,8 @@ func (c *Connector) register() error {
 		run = nil
 		errHook = c.srv.Handle("POST "+WebhookPath, http.HandlerFunc(c.webhook))
 	}
-	var errApps error
+	var errApps, errClients error
+	c.clients, errClients = connector.SetClient(c.srv, c.newClient)
 	c.apps, errApps = connector.AddConsumer(c.srv, connector.Consumer[string, binding]{
 		Key:         func(b binding) string { return b.AppID },
 		Run:         run,
@@ -254,7 +256,7 @@ func (c *Connector) register() error {
 			FlowOptions: connector.FlowOptions{Title: "Create a Feishu App by QR code",
 				Description: "Scan the code with the Feishu app and confirm: Feishu creates a bot app with the scopes and the message event this connector needs, and binds it."},
 			Issue: c.issueQR, Poll: c.pollQR, TTL: c.qrTTL, PollInterval: 2 * time.Second}),
-		connector.SetClient(c.srv, c.newClient),
+		errClients,
 		connector.AddTool(c.srv, ToolSend, c.sendTool, connector.ToolOptions{
 			Title:       "Send a Feishu Message",
 			Description: "Send text, and optionally one file, to the channel's default Feishu chat (the latest direct chat with the bot).",

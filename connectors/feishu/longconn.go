@@ -90,6 +90,12 @@ func (c *Connector) bootstrap(ctx context.Context, cr cred) (string, *larkws.Cli
 
 // runLongConn is the long connection of one app, shared by its channels
 // (the SDK runs one per app_id and cancels ctx with the last channel).
+// The SDK turns its health into the channels' status: m.Connected once
+// the socket is up; a failure returns, and the SDK marks the channels
+// degraded and runs it again with backoff (the reconnect); a refusal that
+// §5.1 calls fatal returns a terminal error, and the SDK marks the
+// channels (revoked for refused credentials, error otherwise) and stops
+// reconnecting until they sign in again.
 func (c *Connector) runLongConn(ctx context.Context, appID string, m *connector.Members[binding]) error {
 	chs := m.Channels()
 	if len(chs) == 0 {
@@ -102,15 +108,7 @@ func (c *Connector) runLongConn(ctx context.Context, appID string, m *connector.
 		if ctx.Err() != nil {
 			return nil
 		}
-		var ae *APIError
-		if errors.As(err, &ae) && !ae.Temporary() {
-			// A client error (§5.1: no reconnect): the credentials or the
-			// app's event setup are refused.
-			c.setStatus(ctx, m, protocol.StatusError)
-		} else {
-			c.setStatus(ctx, m, protocol.StatusDegraded)
-		}
-		return fmt.Errorf("feishu: app %s: %w", appID, err)
+		return bootstrapError(appID, err)
 	}
 	u, err := url.Parse(wsURL)
 	if err != nil {
@@ -123,16 +121,13 @@ func (c *Connector) runLongConn(ctx context.Context, appID string, m *connector.
 			return nil
 		}
 		if res != nil && res.Header.Get(larkws.HeaderHandshakeStatus) != "" {
-			c.setStatus(ctx, m, protocol.StatusDegraded)
-			return &APIError{Op: "long connection", Status: res.StatusCode, Code: atoi(res.Header.Get(larkws.HeaderHandshakeStatus)),
-				Msg: res.Header.Get(larkws.HeaderHandshakeMsg)}
+			return handshakeError(appID, res)
 		}
-		c.setStatus(ctx, m, protocol.StatusDegraded)
 		return fmt.Errorf("feishu: app %s: dial long connection: %w", appID, scrubURL(err))
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(maxFrameBytes)
-	c.setStatus(ctx, m, protocol.StatusConnected)
+	m.Connected(ctx)
 	c.log.Info("feishu: long connection up", "app_id", appID)
 
 	lc := &longConn{c: c, conn: conn, app: appID, m: m, service: int32(sid), interval: defaultPingInterval,
@@ -148,10 +143,35 @@ func (c *Connector) runLongConn(ctx context.Context, appID string, m *connector.
 	err = lc.readLoop(ctx)
 	cancel()
 	wg.Wait()
-	if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled) && err == nil {
-		return nil
+	return err // nil when the consumer's context ended
+}
+
+// bootstrapError classifies a failed endpoint request (§5.1): busy,
+// internal and HTTP errors are worth a reconnect; auth failed (514) means
+// the app's credentials are refused, so the channels are revoked; any
+// other client error is fatal, so they are marked error.
+func bootstrapError(appID string, err error) error {
+	err = fmt.Errorf("feishu: app %s: %w", appID, err)
+	var ae *APIError
+	switch {
+	case !errors.As(err, &ae) || ae.Temporary():
+		return err
+	case ae.Code == larkws.AuthFailed:
+		return fmt.Errorf("%w: %w", connector.ErrRevoked, err)
 	}
-	c.setStatus(context.WithoutCancel(ctx), m, protocol.StatusDegraded)
+	return &connector.TerminalError{Status: protocol.StatusError, Err: err}
+}
+
+// handshakeError classifies a refused WebSocket handshake (§5.1): 403 and
+// 514 with the connection-limit code are fatal, the others worth a
+// reconnect.
+func handshakeError(appID string, res *http.Response) error {
+	status := atoi(res.Header.Get(larkws.HeaderHandshakeStatus))
+	err := fmt.Errorf("feishu: app %s: %w", appID, &APIError{Op: "long connection", Status: res.StatusCode, Code: status,
+		Msg: res.Header.Get(larkws.HeaderHandshakeMsg)})
+	if status == larkws.Forbidden || (status == larkws.AuthFailed && atoi(res.Header.Get(larkws.HeaderHandshakeAuthErrCode)) == larkws.ExceedConnLimit) {
+		return &connector.TerminalError{Status: protocol.StatusError, Err: err}
+	}
 	return err
 }
 
@@ -360,23 +380,5 @@ func (lc *longConn) ack(ctx context.Context, f larkws.Frame, code int, took time
 	}
 	if err != nil && ctx.Err() == nil {
 		lc.c.log.Warn("feishu: ack not written", "app_id", lc.app, "err", err)
-	}
-}
-
-// setStatus moves the app's channels to status, pushing the Descriptor
-// only on a change; expired or revoked channels stay so, and only the
-// connection's own degraded or error return to connected.
-func (c *Connector) setStatus(ctx context.Context, m *connector.Members[binding], status protocol.ConnectionStatus) {
-	for _, mb := range m.Channels() {
-		cur := mb.Channel.Status()
-		if cur == status || !mb.Channel.Authenticated() {
-			continue
-		}
-		if status == protocol.StatusConnected && cur != protocol.StatusDegraded && cur != protocol.StatusError {
-			continue
-		}
-		if err := mb.Channel.SetStatus(ctx, status); err != nil {
-			c.log.Warn("feishu: set status", "channel", mb.Channel.ID(), "status", status, "err", err)
-		}
 	}
 }

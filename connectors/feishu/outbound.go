@@ -100,7 +100,7 @@ func (c *Connector) saveProgress(ctx context.Context, ch *connector.Channel, p p
 // MaxTextBytes), then each file. The SDK acks accepted only when every
 // call succeeded. Messages of one channel arrive in order.
 func (c *Connector) onMessage(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
-	cl, err := connector.ClientOf[*appClient](ch)
+	cl, err := c.clients.Get(ch)
 	if err != nil {
 		return err
 	}
@@ -303,7 +303,7 @@ const deltaTimeout = 5 * time.Second
 // final). When a call fails the stream stops and the final carries the
 // complete text.
 func (c *Connector) onDelta(ctx context.Context, ch *connector.Channel, d *connector.AssistantDelta) error {
-	cl, err := connector.ClientOf[*appClient](ch)
+	cl, err := c.clients.Get(ch)
 	if err != nil {
 		return err
 	}
@@ -366,7 +366,7 @@ func (c *Connector) sendTool(ctx context.Context, call *connector.Call, in SendI
 	if len(parts) == 0 && in.File == nil {
 		return SendResult{}, protocol.Errorf(protocol.CodeInvalidArguments, "text must not be empty")
 	}
-	cl, err := connector.ClientOf[*appClient](call.Channel)
+	cl, err := c.clients.Get(call.Channel)
 	if err != nil {
 		return SendResult{}, err
 	}
@@ -375,15 +375,21 @@ func (c *Connector) sendTool(ctx context.Context, call *connector.Call, in SendI
 		return SendResult{}, err
 	}
 	res := SendResult{Status: "sent", MessageIDs: []string{}}
+	// Feishu drops a second message with the same uuid for an hour: the
+	// key of the call, or a fresh one for a call nothing identifies.
+	key := call.IdempotencyKey
+	if key == "" {
+		key = connector.NewID("call_")
+	}
 	for i, p := range parts {
-		id, err := cl.send(ctx, t, "text", textContent(p), uuidOf(call.Channel.ID(), "tool:"+call.ToolCallID, i))
+		id, err := cl.send(ctx, t, "text", textContent(p), uuidOf(call.Channel.ID(), "tool:"+key, i))
 		if err != nil {
 			return SendResult{}, c.deliveryError(ctx, call.Channel, err)
 		}
 		res.MessageIDs = append(res.MessageIDs, id)
 	}
 	if in.File != nil && in.File.File != nil {
-		if err := cl.sendFile(ctx, t, in.File.File, uuidOf(call.Channel.ID(), "tool:"+call.ToolCallID, len(parts))); err != nil {
+		if err := cl.sendFile(ctx, t, in.File.File, uuidOf(call.Channel.ID(), "tool:"+key, len(parts))); err != nil {
 			return SendResult{}, c.deliveryError(ctx, call.Channel, err)
 		}
 	}

@@ -59,7 +59,8 @@ func (c *Connector) signIn(ctx context.Context, _ *connector.Channel, in Login) 
 	if _, err := c.api.tenantToken(ctx, b.cred(), true); err != nil {
 		return connector.Account[binding]{}, c.signInError(err)
 	}
-	return account(b), nil
+	// The token was just granted: the channel's client needs no check.
+	return c.clients.With(account(b), &appClient{c: c, cr: b.cred(), bin: b}), nil
 }
 
 func account(b binding) connector.Account[binding] {
@@ -74,17 +75,22 @@ func (c *Connector) signInError(err error) error {
 		return protocol.Errorf(protocol.CodeInvalidAuthInput,
 			"Feishu refused the app credentials (code %d: %s): check the App ID and App Secret of a self-built app", ae.Code, ae.Msg)
 	}
+	if errors.As(err, &ae) && ae.Temporary() {
+		return &protocol.Error{Code: connector.CodeTargetUnreachable, Retryable: true,
+			Message: fmt.Sprintf("Feishu cannot answer the token request now (HTTP %d code %d): try again later", ae.Status, ae.Code)}
+	}
 	if errors.As(err, &ae) {
-		return &protocol.Error{Code: protocol.CodeConnectorChannelUnavailable, Retryable: ae.Temporary(),
+		return &protocol.Error{Code: protocol.CodeConnectorChannelUnavailable,
 			Message: fmt.Sprintf("Feishu answered the token request with HTTP %d code %d", ae.Status, ae.Code)}
 	}
-	return &protocol.Error{Code: protocol.CodeConnectorChannelUnavailable, Retryable: true,
+	return &protocol.Error{Code: connector.CodeTargetUnreachable, Retryable: true,
 		Message: "the Feishu Open Platform cannot be reached (check the network and --feishu-api-url)"}
 }
 
-// newClient checks on sign-in and every restore that the app still gets
-// a tenant token; refused credentials make a restored channel expired.
-func (c *Connector) newClient(ctx context.Context, _ *connector.Channel, b binding) (*appClient, error) {
+// newClient checks that the app still gets a tenant token: on restore,
+// and on a QR sign-in (the form sign-in hands over the client it
+// checked); refused credentials make a restored channel expired.
+func (c *Connector) newClient(ctx context.Context, _ *connector.Channel, b binding, _ connector.ClientReason) (*appClient, error) {
 	if _, err := c.api.tenantToken(ctx, b.cred(), false); err != nil {
 		var ae *APIError
 		if errors.As(err, &ae) && !ae.Temporary() && ae.Status == http.StatusOK {

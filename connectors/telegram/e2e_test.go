@@ -49,10 +49,12 @@ func aliceChat(tb testing.TB, _ string) *e2e.Fake {
 		// before the crash keeps its partial text. The final is still
 		// posted once.
 		PartialAfterCrash: true,
-		// The suite's tool call and its repeat (same tool_call_id) post once.
+		// Two calls, each repeated once: with a tool_call_id
+		// (tool.idempotency) and without context
+		// (tool.idempotency-request-id); each posts once.
 		Conformance: func(t *testing.T, _ *conformance.Report) {
-			if n := e2e.Count(texts(f.Sent(testChat)), toolText); n != 1 {
-				t.Errorf("the tool's text posted %d times, want once", n)
+			if n := e2e.Count(texts(f.Sent(testChat)), toolText); n != 2 {
+				t.Errorf("the tool's text posted %d times, want twice, once per distinct call", n)
 			}
 		}}
 }

@@ -48,7 +48,7 @@ func (c *Connector) saveProgress(ctx context.Context, ch *connector.Channel, p p
 // any), then each file. It returns nil, and the SDK acks accepted, only
 // after every Bot API call succeeded.
 func (c *Connector) onMessage(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
-	cl, err := connector.ClientOf[*chatClient](ch)
+	cl, err := c.clients.Get(ch)
 	if err != nil {
 		return err
 	}
@@ -285,7 +285,7 @@ const deltaTimeout = 5 * time.Second
 // the stream stops and the final carries the complete text. Deltas of
 // one channel arrive in order; the SDK has checked their sequence.
 func (c *Connector) onDelta(ctx context.Context, ch *connector.Channel, d *connector.AssistantDelta) error {
-	cl, err := connector.ClientOf[*chatClient](ch)
+	cl, err := c.clients.Get(ch)
 	if err != nil {
 		return err
 	}
@@ -351,7 +351,7 @@ func (c *Connector) onActivity(ctx context.Context, ch *connector.Channel, a con
 		}
 	}
 	c.typingMu.Unlock()
-	cl, err := connector.ClientOf[*chatClient](ch)
+	cl, err := c.clients.Get(ch)
 	if err != nil {
 		return err
 	}
@@ -379,7 +379,7 @@ func (c *Connector) sendTool(ctx context.Context, call *connector.Call, in SendI
 	if len(parts) == 0 && in.File == nil {
 		return SendResult{}, protocol.Errorf(protocol.CodeInvalidArguments, "text must not be empty")
 	}
-	cl, err := connector.ClientOf[*chatClient](call.Channel)
+	cl, err := c.clients.Get(call.Channel)
 	if err != nil {
 		return SendResult{}, err
 	}

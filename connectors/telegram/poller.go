@@ -31,6 +31,12 @@ type inboundFile struct {
 // after its message is in the durable outbox of every channel of its chat
 // and the offset is saved in their state, so a crash or restart neither
 // loses nor replays a message.
+//
+// The SDK turns the loop's health into the channels' status: an answered
+// getUpdates reports m.Connected; a failure returns and the SDK marks the
+// channels degraded until the restarted loop is answered again; a token
+// Telegram refuses (401) returns connector.ErrRevoked, and the SDK marks
+// the channels revoked and stops polling until they sign in again.
 func (c *Connector) poll(ctx context.Context, token string, m *connector.Members[binding]) error {
 	defer c.api.hc.CloseIdleConnections()
 	offset := c.loadOffset(ctx, m)
@@ -50,24 +56,18 @@ func (c *Connector) poll(ctx context.Context, token string, m *connector.Members
 			var ae *APIError
 			switch {
 			case isUnauthorized(err):
-				c.log.Warn("telegram: the bot token was revoked; its channels must sign in again", "err", err)
-				c.setStatus(ctx, m, protocol.StatusRevoked)
-				<-ctx.Done() // nothing to poll until the channels sign in anew
-				return nil
+				return fmt.Errorf("telegram: getUpdates: the bot token was revoked: %w", connector.ErrRevoked)
 			case errors.As(err, &ae) && ae.Code == http.StatusConflict:
-				c.log.Warn("telegram: getUpdates conflict: a webhook is set for the bot, or another program polls it", "err", err)
-				c.setStatus(ctx, m, protocol.StatusError)
+				return fmt.Errorf("telegram: getUpdates conflict: a webhook is set for the bot, or another program polls it: %w", err)
 			case errors.As(err, &ae) && ae.Code == http.StatusTooManyRequests:
 				if !sleep(ctx, ae.RetryAfter) {
 					return nil
 				}
 				continue
-			default:
-				c.setStatus(ctx, m, protocol.StatusDegraded)
 			}
-			return err // the SDK restarts the loop with backoff
+			return err // the SDK marks the channels degraded and restarts the loop with backoff
 		}
-		c.setStatus(ctx, m, protocol.StatusConnected)
+		m.Connected(ctx)
 		for _, u := range ups {
 			if err := c.deliver(ctx, token, m, u); err != nil {
 				if ctx.Err() != nil {
@@ -110,25 +110,6 @@ func (c *Connector) saveOffset(ctx context.Context, m *connector.Members[binding
 	for _, mb := range m.Channels() {
 		if err := mb.Channel.SaveState(ctx, offsetKey, offset); err != nil {
 			c.log.Warn("telegram: save offset", "channel", mb.Channel.ID(), "err", err)
-		}
-	}
-}
-
-// setStatus moves the token's signed-in channels to status, pushing the
-// Descriptor only when it changes; channels that are expired or revoked
-// stay so, and only the poller's own degraded or error return to
-// connected.
-func (c *Connector) setStatus(ctx context.Context, m *connector.Members[binding], status protocol.ConnectionStatus) {
-	for _, mb := range m.Channels() {
-		cur := mb.Channel.Status()
-		if cur == status || !mb.Channel.Authenticated() {
-			continue
-		}
-		if status == protocol.StatusConnected && cur != protocol.StatusDegraded && cur != protocol.StatusError {
-			continue // offline is the SDK's: the channel's client is not there yet
-		}
-		if err := mb.Channel.SetStatus(ctx, status); err != nil {
-			c.log.Warn("telegram: set status", "channel", mb.Channel.ID(), "status", status, "err", err)
 		}
 	}
 }

@@ -89,11 +89,14 @@ func (c *Connector) signIn(ctx context.Context, _ *connector.Channel, in Login) 
 	if me.Username != "" {
 		name = "@" + me.Username
 	}
-	return connector.Account[binding]{
+	acct := connector.Account[binding]{
 		Binding:     binding{Token: token, ChatID: chat.ID, BotID: me.ID, BotName: name, Since: time.Now().Unix()},
 		DisplayName: name,
 		AccountHint: connector.Hint(strconv.FormatInt(chat.ID, 10)),
-	}, nil
+	}
+	// getMe has just accepted the token: the channel's client needs no
+	// second check.
+	return c.clients.With(acct, &chatClient{c: c, token: token, chatID: chat.ID}), nil
 }
 
 // signInError turns a Bot API failure of a sign-in into a secret-free
@@ -104,18 +107,21 @@ func (c *Connector) signInError(err error, unauthorized string) error {
 	switch {
 	case isUnauthorized(err) && unauthorized != "":
 		return protocol.Errorf(protocol.CodeInvalidAuthInput, "%s", unauthorized)
+	case errors.As(err, &ae) && ae.Temporary():
+		return &protocol.Error{Code: connector.CodeTargetUnreachable, Retryable: true,
+			Message: fmt.Sprintf("the Telegram Bot API cannot serve %s now (%d %s): try again later", ae.Method, ae.Code, ae.Description)}
 	case errors.As(err, &ae):
-		return &protocol.Error{Code: protocol.CodeConnectorChannelUnavailable, Retryable: ae.Temporary(),
+		return &protocol.Error{Code: protocol.CodeConnectorChannelUnavailable,
 			Message: fmt.Sprintf("the Telegram Bot API refused %s: %d %s", ae.Method, ae.Code, ae.Description)}
 	}
-	return &protocol.Error{Code: protocol.CodeConnectorChannelUnavailable, Retryable: true,
+	return &protocol.Error{Code: connector.CodeTargetUnreachable, Retryable: true,
 		Message: "the Telegram Bot API cannot be reached (check the network, --telegram-api-url and --telegram-proxy)"}
 }
 
-// newClient is the channel's client: on sign-in and on every restore it
-// checks that the token still works (getMe). A token Telegram refuses
-// makes a restored channel expired.
-func (c *Connector) newClient(ctx context.Context, _ *connector.Channel, b binding) (*chatClient, error) {
+// newClient is the channel's client. A sign-in hands over the client its
+// getMe checked; on restore it checks that the token still works (getMe):
+// a token Telegram refuses makes the restored channel expired.
+func (c *Connector) newClient(ctx context.Context, _ *connector.Channel, b binding, _ connector.ClientReason) (*chatClient, error) {
 	var me User
 	if err := c.api.call(ctx, b.Token, "getMe", struct{}{}, &me); err != nil {
 		if isUnauthorized(err) {

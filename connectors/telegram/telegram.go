@@ -30,7 +30,7 @@ const (
 	ToolSend = "telegram_message_send"
 	// ConnectorVersion is the Card's connector.version; raise it whenever
 	// the tools, the flow or the Skill change.
-	ConnectorVersion = "1.0.0"
+	ConnectorVersion = "1.0.1"
 	// DefaultAPIURL is the public Bot API server.
 	DefaultAPIURL = "https://api.telegram.org"
 )
@@ -120,6 +120,7 @@ type Connector struct {
 	srv          *connector.Server
 	api          *botAPI
 	bots         *connector.Consumers[string, binding]
+	clients      *connector.Clients[binding, *chatClient]
 	log          *slog.Logger
 	pollTimeout  time.Duration
 	editInterval time.Duration
@@ -198,7 +199,8 @@ func or(d, def time.Duration) time.Duration {
 // register adds the flow, the client, the poller, the tool and the IM
 // handlers to the SDK server.
 func (c *Connector) register() error {
-	var errBots error
+	var errBots, errClients error
+	c.clients, errClients = connector.SetClient(c.srv, c.newClient)
 	c.bots, errBots = connector.AddConsumer(c.srv, connector.Consumer[string, binding]{
 		Key: func(b binding) string { return b.Token },
 		Run: c.poll,
@@ -207,7 +209,7 @@ func (c *Connector) register() error {
 		errBots,
 		connector.AddForm(c.srv, FlowBot, c.signIn, connector.FlowOptions{Title: "Bind a Telegram Bot", Default: true,
 			Description: "The bot's token from BotFather and the chat the bot serves."}),
-		connector.SetClient(c.srv, c.newClient),
+		errClients,
 		connector.AddTool(c.srv, ToolSend, c.sendTool, connector.ToolOptions{
 			Title:       "Send a Telegram Message",
 			Description: "Send text, and optionally one file, to the Telegram chat bound to the current channel.",

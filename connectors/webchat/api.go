@@ -243,7 +243,7 @@ func (c *Connector) events(rw http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-tick.C:
-			if !send(func() error { _, err := bw.WriteString(": keep-alive\n\n"); return err }) {
+			if !send(func() error { _, err := bw.WriteString("event: " + EventPing + "\ndata: {}\n\n"); return err }) {
 				return
 			}
 		case <-sub.gone:
@@ -268,7 +268,7 @@ func (c *Connector) events(rw http.ResponseWriter, r *http.Request) {
 // Notes of the chat states, as the page shows them.
 const (
 	detailAgentOffline = "agent offline — your messages will be answered when it is back"
-	detailSignedOut    = "This chat was signed out. Sign in again with a new QR code or the room's access code."
+	detailSignedOut    = "This chat was signed out. Sign in again with a new QR code (xconn demo --signin prints one) or the room's access code."
 	detailReplaced     = "This chat was replaced by a newer sign-in. Reload the page to open it."
 )
 

@@ -3,6 +3,7 @@ package webchat_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,11 +11,31 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/xconn/xconn/host"
-	"github.com/xconn/xconn/protocol"
 )
 
-// chromiumPath is Debian's Chromium, installed by .ci/run.
-const chromiumPath = "/usr/bin/chromium"
+// chromiumNames are the names a Chromium (or Chrome) binary goes by on
+// PATH; $XCONN_CHROMIUM, a path, comes first.
+var chromiumNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome", "headless-shell"}
+
+// findChromium returns the browser the browser tests drive, or skips the
+// test saying what it looked for and how to enable it.
+func findChromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("XCONN_CHROMIUM"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("XCONN_CHROMIUM=%s: %v", p, err)
+		}
+		return p
+	}
+	for _, name := range chromiumNames {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skipf("browser test skipped: no Chromium on PATH (looked for %s); install one (Debian: apt-get install chromium; .ci/run does) or set XCONN_CHROMIUM to its path",
+		strings.Join(chromiumNames, ", "))
+	return ""
+}
 
 // pacedAgent slows Echo's deltas down so that the page visibly streams.
 type pacedAgent struct{ pace time.Duration }
@@ -57,11 +78,8 @@ const lastFinal = `(() => {
 })()`
 
 func TestBrowserChat(t *testing.T) {
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("no Chromium binary at %s (Debian package chromium; .ci/run installs it): %v", chromiumPath, err)
-	}
+	chromiumPath := findChromium(t)
 	s := newSystem(t, systemOptions{agent: pacedAgent{pace: 120 * time.Millisecond}})
-	si, loginURL := s.startQR(t, "browser-user")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -86,24 +104,7 @@ func TestBrowserChat(t *testing.T) {
 	t0 := time.Now()
 	step := func(name string) { t.Logf("%6.2fs %s", time.Since(t0).Seconds(), name) }
 	// Open the QR URL and confirm.
-	if err := chromedp.Do(bctx,
-		chromedp.Navigate(loginURL),
-		chromedp.WaitVisible(chromedp.CSS("#confirm")),
-	); err != nil {
-		t.Fatalf("open login URL: %v", err)
-	}
-	step("login page")
-	waitStatus(t, si, protocol.AuthScanned)
-	if err := chromedp.Do(bctx,
-		chromedp.Click(chromedp.CSS("#confirm")),
-		chromedp.WaitVisible(chromedp.CSS("#composer")),
-		chromedp.WaitVisible(chromedp.CSS(`#status[data-state="connected"]`)),
-	); err != nil {
-		t.Fatalf("confirm: %v", err)
-	}
-	if _, err := si.Wait(ctx); err != nil {
-		t.Fatalf("sign-in: %v", err)
-	}
+	browserSignIn(t, ctx, bctx, s, "browser-user")
 	step("signed in")
 	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](observeJS)); err != nil {
 		t.Fatal(err)

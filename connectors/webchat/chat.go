@@ -157,7 +157,7 @@ func (c *Connector) sendTool(ctx context.Context, call *connector.Call, in SendI
 	if len(text) > DefaultMaxTextBytes {
 		return SendResult{}, protocol.Errorf(protocol.CodeInvalidArguments, "text longer than %d bytes", DefaultMaxTextBytes)
 	}
-	id := toolMessageID(call.Channel.ID(), call.ToolCallID)
+	id := toolMessageID(call.Channel.ID(), call.IdempotencyKey)
 	ev := MessageEvent{MessageID: id, From: "assistant", Text: text, CreatedAt: time.Now().UnixMilli()}
 	if f := in.File; f != nil {
 		ev.Files = []FileEvent{{Type: f.Type, Filename: f.Filename, MimeType: f.MimeType, Size: f.Size, URL: c.mediaURL(f.Ref)}}
@@ -169,14 +169,14 @@ func (c *Connector) sendTool(ctx context.Context, call *connector.Call, in SendI
 }
 
 // toolMessageID is the page message id of a webchat_message_send call: a
-// digest of the channel and the tool call id, so that a call executed
-// again (its result was lost to a crash before the SDK recorded it) shows
-// the same message, which the page and the history keep once. A call
-// without an id gets a random one.
-func toolMessageID(channel, toolCallID string) string {
-	if toolCallID == "" {
+// digest of the channel and the call's idempotency key, so that a call
+// executed again (its result was lost to a crash before the SDK recorded
+// it) shows the same message, which the page and the history keep once. A
+// call without a key gets a random one.
+func toolMessageID(channel, key string) string {
+	if key == "" {
 		return connector.NewID("wcm_")
 	}
-	sum := sha256.Sum256([]byte(channel + "\x00" + toolCallID))
+	sum := sha256.Sum256([]byte(channel + "\x00" + key))
 	return "wcm_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:16]))
 }

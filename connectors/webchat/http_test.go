@@ -59,7 +59,7 @@ func signInByQR(t *testing.T, s *system, c *http.Client, user string) string {
 	u, _ := url.Parse(s.baseURL + "/webchat/")
 	var found bool
 	for _, ck := range c.Jar.Cookies(u) {
-		found = found || ck.Name == webchat.CookieName
+		found = found || ck.Name == s.conn.CookieName()
 	}
 	if !found {
 		t.Fatal("no session cookie after confirm")

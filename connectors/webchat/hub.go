@@ -20,6 +20,9 @@ const (
 	EventActivity = "activity"
 	// EventStatus carries the state of the chat channel ([StatusEvent]).
 	EventStatus = "status"
+	// EventPing is sent every 20 s (data "{}"), so
+	// that a page notices a stream that went silent without closing.
+	EventPing = "ping"
 )
 
 // Defaults of the event hub.

@@ -12,8 +12,9 @@ func (c *Connector) chatPage(rw http.ResponseWriter, r *http.Request) {
 	signedIn := ok && s.home != ""
 	if !signedIn {
 		c.render(rw, c.pages.notice, http.StatusOK, pageData{
-			Title:   "Web Chat",
-			Message: "This browser is not signed in. Scan the QR code your agent shows you, or open its login link.",
+			Title: "Web Chat",
+			Message: "This browser is not signed in. Scan the QR code your agent shows you, or open its login link. " +
+				"No QR code on screen? Ask the agent for a new one: xconn demo --signin prints one.",
 		})
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 )
@@ -27,9 +28,20 @@ const (
 	DefaultUploadQuotaWindow = time.Minute
 	// maxRoomsPerSession bounds the rooms one browser session has entered.
 	maxRoomsPerSession = 32
-	// CookieName is the name of the web side's session cookie.
-	CookieName = "xconn_webchat"
+	// CookiePrefix starts the name of the web side's session cookie; see
+	// [Connector.CookieName].
+	CookiePrefix = "xconn_webchat_"
 )
+
+// cookieNameFor is the session cookie's name of a connector whose web side
+// browsers reach at public under base: the prefix and a short hash of
+// both. Browsers keep cookies per host, whatever the port, so two
+// connectors on one host (a demo and a room served on its own) would
+// otherwise overwrite each other's sign-in.
+func cookieNameFor(public *url.URL, base string) string {
+	sum := sha256.Sum256([]byte(public.String() + base))
+	return CookiePrefix + hex.EncodeToString(sum[:5])
+}
 
 // sessionKey is the key a session is stored under: the hex SHA-256 of the
 // cookie value, so that neither memory dumps nor persisted bindings hold a
@@ -267,11 +279,12 @@ func (s *sessionStore) len() int {
 	return len(s.m)
 }
 
-// sessionCookie builds the session cookie: HttpOnly, SameSite=Lax, Secure
-// when the public URL is https, scoped to the web side's path.
-func sessionCookie(id, path string, secure bool, ttl time.Duration) *http.Cookie {
+// sessionCookie builds the session cookie called name: HttpOnly,
+// SameSite=Lax, Secure when the public URL is https, scoped to the web
+// side's path.
+func sessionCookie(name, id, path string, secure bool, ttl time.Duration) *http.Cookie {
 	return &http.Cookie{
-		Name:     CookieName,
+		Name:     name,
 		Value:    id,
 		Path:     path,
 		MaxAge:   int(ttl / time.Second),

@@ -1,6 +1,7 @@
 package webchat
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -72,9 +73,24 @@ func TestSessionStoreRestoreAndUnbind(t *testing.T) {
 	}
 }
 
+// TestCookieNamePerInstance: two connectors a browser reaches on one host
+// (cookies ignore the port) name their session cookies apart; one
+// connector keeps its name across restarts.
+func TestCookieNamePerInstance(t *testing.T) {
+	a, _ := url.Parse("http://127.0.0.1:8080")
+	b, _ := url.Parse("http://127.0.0.1:8090")
+	na, nb := cookieNameFor(a, "/webchat"), cookieNameFor(b, "/webchat")
+	if na == nb || na != cookieNameFor(a, "/webchat") || na == cookieNameFor(a, "/chat") {
+		t.Fatalf("names %q, %q: want one per public URL and path, stable", na, nb)
+	}
+	if !strings.HasPrefix(na, CookiePrefix) || len(na) != len(CookiePrefix)+10 {
+		t.Fatalf("name %q", na)
+	}
+}
+
 func TestSessionCookieAttributes(t *testing.T) {
-	c := sessionCookie("v", "/webchat/", true, time.Hour)
-	if !c.HttpOnly || !c.Secure || c.SameSite != 2 /* http.SameSiteLaxMode */ || c.Path != "/webchat/" || c.MaxAge != 3600 {
+	c := sessionCookie("xconn_webchat_x", "v", "/webchat/", true, time.Hour)
+	if c.Name != "xconn_webchat_x" || !c.HttpOnly || !c.Secure || c.SameSite != 2 /* http.SameSiteLaxMode */ || c.Path != "/webchat/" || c.MaxAge != 3600 {
 		t.Fatalf("cookie %+v", c)
 	}
 }

@@ -77,7 +77,8 @@ func (c *Connector) openRoom(_ context.Context, ch *connector.Channel, in roomLo
 	return connector.Account[binding]{
 		Binding:     binding{Kind: bindRoom, Room: room, AccessCode: in.AccessCode},
 		DisplayName: "Room " + room,
-		AccountHint: c.base + "/rooms/" + room,
+		AccountHint: c.public.String() + c.base + "/rooms/" + room, // the page its users open
+
 	}, nil
 }
 
@@ -91,7 +92,7 @@ type page struct {
 
 // newPage signs the browsers recorded in a QR binding in again (after a
 // restart) and tells open streams that the chat works.
-func (c *Connector) newPage(_ context.Context, ch *connector.Channel, b binding) (*page, error) {
+func (c *Connector) newPage(_ context.Context, ch *connector.Channel, b binding, _ connector.ClientReason) (*page, error) {
 	if b.Kind == bindQR {
 		now := time.Now()
 		for _, key := range b.Sessions {
@@ -106,7 +107,7 @@ func (c *Connector) newPage(_ context.Context, ch *connector.Channel, b binding)
 // lease expiry), unless a new sign-in of the channel replaced the binding:
 // then its browsers stay.
 func (p *page) Close() error {
-	if cur, err := connector.ClientOf[*page](p.ch); err == nil && cur != p {
+	if cur, err := p.c.pagesOf.Get(p.ch); err == nil && cur != p {
 		return nil
 	}
 	id := p.ch.ID()
@@ -156,7 +157,7 @@ func (c *Connector) confirmLogin(ctx context.Context, token, sessionKey string) 
 	}
 	b := binding{Kind: bindQR}
 	if ch, err := c.srv.Channel(info.ChannelID); err == nil {
-		if old, ok := connector.BindingOf[binding](ch); ok && old.Kind == bindQR {
+		if old, err := c.pagesOf.Binding(ch); err == nil && old.Kind == bindQR {
 			b.Sessions = old.Sessions
 		}
 	}
@@ -215,8 +216,8 @@ func (c *Connector) forgetBrowser(ctx context.Context, channel, sessionKey strin
 	if err != nil {
 		return nil // gone already
 	}
-	old, ok := connector.BindingOf[binding](ch)
-	if !ok || old.Kind != bindQR {
+	old, err := c.pagesOf.Binding(ch)
+	if err != nil || old.Kind != bindQR {
 		return nil
 	}
 	b := binding{Kind: bindQR}
@@ -251,8 +252,8 @@ func (c *Connector) QRBrowsers(channel string) int {
 	if err != nil || !ch.Authenticated() {
 		return 0
 	}
-	b, ok := connector.BindingOf[binding](ch)
-	if !ok || b.Kind != bindQR {
+	b, err := c.pagesOf.Binding(ch)
+	if err != nil || b.Kind != bindQR {
 		return 0
 	}
 	return len(b.Sessions)

@@ -18,7 +18,8 @@ const (
 	DefaultMaxUploadBytes = 10 << 20
 	// DefaultMaxTextBytes bounds the text of one message (64 KiB).
 	DefaultMaxTextBytes = 64 << 10
-	// keepAliveEvery is the interval of SSE keep-alive comments.
+	// keepAliveEvery is the interval of the ping events that keep a quiet
+	// stream open and tell the page it is alive (app.js).
 	keepAliveEvery = 20 * time.Second
 	// sseWriteTimeout bounds one write to a browser stream.
 	sseWriteTimeout = 10 * time.Second
@@ -61,6 +62,11 @@ func (c *Connector) routes() http.Handler {
 	})
 }
 
+// CookieName returns the name of this connector's session cookie:
+// CookiePrefix and a hash of its public URL and web path, one cookie per
+// connector a browser reaches on a host.
+func (c *Connector) CookieName() string { return c.cookieName }
+
 // cookiePath is the path scope of the session cookie.
 func (c *Connector) cookiePath() string { return c.base + "/" }
 
@@ -71,7 +77,7 @@ func (c *Connector) secureCookies() bool {
 
 // session returns the browser's session, if its cookie names a live one.
 func (c *Connector) session(r *http.Request) (sessionView, bool) {
-	ck, err := r.Cookie(CookieName)
+	ck, err := r.Cookie(c.cookieName)
 	if err != nil || ck.Value == "" {
 		return sessionView{}, false
 	}
@@ -81,7 +87,7 @@ func (c *Connector) session(r *http.Request) (sessionView, bool) {
 // cookieID returns the browser's session cookie value when it names a live
 // session, else a new random one.
 func (c *Connector) cookieID(r *http.Request) string {
-	if ck, err := r.Cookie(CookieName); err == nil && ck.Value != "" {
+	if ck, err := r.Cookie(c.cookieName); err == nil && ck.Value != "" {
 		if _, ok := c.sessions.get(ck.Value, time.Now()); ok {
 			return ck.Value
 		}
@@ -91,7 +97,7 @@ func (c *Connector) cookieID(r *http.Request) string {
 
 // cookieValue returns the browser's session cookie value, or "".
 func (c *Connector) cookieValue(r *http.Request) string {
-	if ck, err := r.Cookie(CookieName); err == nil {
+	if ck, err := r.Cookie(c.cookieName); err == nil {
 		return ck.Value
 	}
 	return ""
@@ -149,7 +155,7 @@ func (c *Connector) logout(rw http.ResponseWriter, r *http.Request) {
 // value id (a session of r's client address when new) and sets the cookie.
 func (c *Connector) bindSession(rw http.ResponseWriter, r *http.Request, id, room, channel string) {
 	c.sessions.bind(id, clientAddr(r), room, channel, time.Now())
-	http.SetCookie(rw, sessionCookie(id, c.cookiePath(), c.secureCookies(), c.sessions.ttl))
+	http.SetCookie(rw, sessionCookie(c.cookieName, id, c.cookiePath(), c.secureCookies(), c.sessions.ttl))
 }
 
 // sameOrigin refuses cross-site API writes: a present Origin header must

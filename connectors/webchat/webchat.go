@@ -34,7 +34,7 @@ const (
 	ToolSend = "webchat_message_send"
 	// ConnectorVersion is the Card's connector.version; raise it whenever
 	// the tools, flows or Skill change.
-	ConnectorVersion = "1.1.0"
+	ConnectorVersion = "1.1.1"
 )
 
 // Defaults of the QR sign-in.
@@ -130,14 +130,16 @@ type Options struct {
 // Close); closing the Server ends the browsers' event streams first.
 // Safe for concurrent use.
 type Connector struct {
-	srv       *connector.Server
-	rooms     *connector.Consumers[string, binding] // a room's channel
-	public    *url.URL                              // absolute URL of the browsers, for links, Origin checks and cookies
-	base      string                                // web path prefix without trailing slash, e.g. "/webchat"
-	maxUpload int64
-	hub       *hub
-	sessions  *sessionStore
-	limiter   *attemptLimiter // wrong access codes per client address and room
+	srv        *connector.Server
+	rooms      *connector.Consumers[string, binding] // a room's channel
+	pagesOf    *connector.Clients[binding, *page]    // a channel's page
+	public     *url.URL                              // absolute URL of the browsers, for links, Origin checks and cookies
+	base       string                                // web path prefix without trailing slash, e.g. "/webchat"
+	cookieName string                                // of the session cookie (cookieNameFor)
+	maxUpload  int64
+	hub        *hub
+	sessions   *sessionStore
+	limiter    *attemptLimiter // wrong access codes per client address and room
 	// clientLimiter counts wrong access codes per client address over
 	// all rooms.
 	clientLimiter *attemptLimiter
@@ -175,6 +177,7 @@ func New(opts Options) (*Connector, error) {
 		srv:           srv,
 		public:        pub,
 		base:          base,
+		cookieName:    cookieNameFor(pub, base),
 		maxUpload:     opts.MaxUploadBytes,
 		hub:           newHub(opts.ClientBuffer, opts.MaxClients, opts.Backlog, 0),
 		sessions:      newSessionStore(opts.MaxSessions, opts.SessionTTL),
@@ -215,7 +218,8 @@ func (c *Connector) register(opts Options) error {
 	if poll <= 0 {
 		poll = DefaultLoginPollInterval
 	}
-	var errRooms error
+	var errRooms, errPages error
+	c.pagesOf, errPages = connector.SetClient(c.srv, c.newPage)
 	c.rooms, errRooms = connector.AddConsumer(c.srv, connector.Consumer[string, binding]{
 		Key:  func(b binding) string { return b.Room },
 		Uses: func(b binding) bool { return b.Room != "" }, // QR channels have no room
@@ -232,7 +236,7 @@ func (c *Connector) register(opts Options) error {
 		}),
 		connector.AddForm(c.srv, FlowRoom, c.openRoom, connector.FlowOptions{Title: "Open a chat room",
 			Description: "A room is reachable at /webchat/rooms/<room> by anyone who enters the access code."}),
-		connector.SetClient(c.srv, c.newPage),
+		errPages,
 		connector.AddTool(c.srv, ToolSend, c.sendTool, connector.ToolOptions{
 			Title:       "Send a web chat message",
 			Description: "Send a proactive message (text, a file of the conversation, or both) to the web chat page of this channel (every signed-in browser, or everyone in the room).",

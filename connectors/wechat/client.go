@@ -30,11 +30,13 @@ type Client struct {
 	closed bool
 }
 
-// newClient is the SDK's client constructor: it checks the token with a
-// getconfig for the owner (-14 means the binding expired).
-func (c *Connector) newClient(ctx context.Context, ch *connector.Channel, b Binding) (*Client, error) {
+// newClient is the SDK's client constructor. On restore it checks the
+// stored token with a getconfig for the owner (-14 means the binding
+// expired); on a sign-in iLink has just issued or confirmed the token
+// (get_qrcode_status), so it is not checked a second time.
+func (c *Connector) newClient(ctx context.Context, ch *connector.Channel, b Binding, why connector.ClientReason) (*Client, error) {
 	cl := &Client{c: c, ch: ch, b: b, api: &ilink{hc: c.hc, base: orStr(b.BaseURL, c.opts.APIURL), token: b.BotToken, agent: c.agent()}}
-	if b.OwnerID != "" {
+	if why == connector.ClientRestore && b.OwnerID != "" {
 		if _, err := cl.config(ctx, b.OwnerID, ""); err != nil {
 			if errors.Is(err, errSessionExpired) {
 				return nil, fmt.Errorf("%w: %w", connector.ErrBindingExpired, err)

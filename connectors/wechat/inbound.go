@@ -68,10 +68,12 @@ func (c *Connector) addConsumer() error {
 
 // run is one bot account's getupdates loop (§6, §7): notifystart before,
 // notifystop after; the cursor is saved only once every returned message
-// is in the durable outbox.
+// is in the durable outbox. An answered getupdates reports m.Connected; a
+// session iLink expired (errcode -14, §4) returns connector.ErrBindingExpired,
+// and the SDK marks the channel expired and stops the loop until the user
+// scans again.
 func (c *Connector) run(ctx context.Context, botID string, m *connector.Members[Binding]) error {
 	log := c.srv.Logger()
-	stale := "" // the bot token that got -14
 	for ctx.Err() == nil {
 		mem := m.Channels()
 		if len(mem) == 0 {
@@ -81,8 +83,7 @@ func (c *Connector) run(ctx context.Context, botID string, m *connector.Members[
 		// The SDK starts a new key's consumer before the channel's binding
 		// is replaced, so Members can still show the previous bot for a
 		// moment: never poll with another bot's token.
-		if b.BotID != botID || b.BotToken == stale || ch.Status() == protocol.StatusExpired {
-			// Stopped until the user scans again (§4, -14).
+		if b.BotID != botID {
 			if !sleep(ctx, time.Second) {
 				return nil
 			}
@@ -90,9 +91,8 @@ func (c *Connector) run(ctx context.Context, botID string, m *connector.Members[
 		}
 		if err := c.poll(ctx, ch, b, m); err != nil {
 			if errors.Is(err, errSessionExpired) {
-				stale = b.BotToken
-				c.expire(ch, "getupdates")
-				continue
+				log.Warn("wechat: the WeChat session expired (errcode -14); scan the QR code again", "channel", ch.ID(), "call", "getupdates")
+				return fmt.Errorf("wechat: getupdates: %w: %w", connector.ErrBindingExpired, err)
 			}
 			return err
 		}
@@ -135,7 +135,7 @@ func (c *Connector) poll(ctx context.Context, ch *connector.Channel, b Binding, 
 	}
 	timeout, failures := c.opts.LongPoll, 0
 	for ctx.Err() == nil {
-		if cur, ok := connector.BindingOf[Binding](ch); !ok || cur != b {
+		if cur, err := c.clients.Binding(ch); err != nil || cur != b {
 			return nil // signed in again: start over with the new binding
 		}
 		msgs, next, hint, err := c.getUpdates(ctx, api, cursor, timeout)
@@ -150,6 +150,7 @@ func (c *Connector) poll(ctx context.Context, ch *connector.Channel, b Binding, 
 			wait := c.opts.RetryDelay
 			if failures >= 3 {
 				wait, failures = c.opts.RetryBackoff, 0
+				m.Degraded(ctx) // retried in this loop, so the SDK does not see it
 			}
 			c.srv.Logger().Warn("wechat: getupdates", "retry_in", wait.String(), "err", err)
 			if !sleep(ctx, wait) {
@@ -158,6 +159,7 @@ func (c *Connector) poll(ctx context.Context, ch *connector.Channel, b Binding, 
 			continue
 		}
 		failures = 0
+		m.Connected(ctx)
 		if hint > 0 {
 			timeout = hint
 		}
@@ -207,7 +209,7 @@ func (c *Connector) deliver(ctx context.Context, ch *connector.Channel, msgs []w
 	if len(msgs) == 0 {
 		return nil
 	}
-	cl, err := connector.ClientOf[*Client](ch)
+	cl, err := c.clients.Get(ch)
 	if err != nil {
 		return connector.Temporary(err)
 	}

@@ -52,7 +52,7 @@ type outProgress struct {
 // sent message, so no delta handler is registered and the SDK buffers
 // deltas into this final.
 func (c *Connector) onMessage(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
-	cl, err := connector.ClientOf[*Client](ch)
+	cl, err := c.clients.Get(ch)
 	if err != nil {
 		return err
 	}
@@ -258,7 +258,7 @@ func (c *Connector) toolSend(ctx context.Context, call *connector.Call, in SendI
 	if strings.TrimSpace(in.Text) == "" && in.File == nil {
 		return SendResult{}, protocol.Errorf(protocol.CodeInvalidArguments, "text or file is required")
 	}
-	cl, err := connector.ClientOf[*Client](call.Channel)
+	cl, err := c.clients.Get(call.Channel)
 	if err != nil {
 		return SendResult{}, err
 	}

@@ -46,7 +46,7 @@ func (c *Connector) issueQR(ctx context.Context, s *connector.QRSession) (string
 	req := struct {
 		LocalTokenList []string `json:"local_token_list"`
 	}{LocalTokenList: []string{}}
-	if b, ok := connector.BindingOf[Binding](s.Channel); ok && b.BotToken != "" {
+	if b, err := c.clients.Binding(s.Channel); err == nil && b.BotToken != "" {
 		req.LocalTokenList = append(req.LocalTokenList, b.BotToken)
 	}
 	var out struct {
@@ -139,7 +139,7 @@ func (c *Connector) pollQR(ctx context.Context, s *connector.QRSession) (connect
 		}
 		// The bot is bound to this client: the channel's own binding,
 		// whose token went in local_token_list, is still good.
-		if b, ok := connector.BindingOf[Binding](s.Channel); ok && b.BotToken != "" {
+		if b, err := c.clients.Binding(s.Channel); err == nil && b.BotToken != "" {
 			return connector.QRResult[Binding]{Status: protocol.AuthAuthenticated, Account: account(b)}, nil
 		}
 		return connector.QRResult[Binding]{Status: protocol.AuthFailed, Message: msgBindedNoCreds}, nil

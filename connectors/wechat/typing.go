@@ -50,7 +50,7 @@ type typingLoop struct {
 // thinking and tool show typing, idle clears it. Failures never touch
 // message delivery.
 func (c *Connector) onActivity(ctx context.Context, ch *connector.Channel, a connector.Activity) error {
-	cl, err := connector.ClientOf[*Client](ch)
+	cl, err := c.clients.Get(ch)
 	if err != nil {
 		return nil
 	}

@@ -87,9 +87,10 @@ type Options struct {
 // Connector is the WeChat connector: a connector.Server for the iLink bot
 // API. Make one with New, start and serve its Server.
 type Connector struct {
-	srv  *connector.Server
-	opts Options
-	hc   *http.Client
+	srv     *connector.Server
+	clients *connector.Clients[Binding, *Client]
+	opts    Options
+	hc      *http.Client
 }
 
 // New builds the connector and registers its flow, client, consumer, tool
@@ -120,7 +121,7 @@ func New(opts Options) (*Connector, error) {
 	sdk.Card = nil
 	sdk.Skill = skillMD
 	sdk.Identity = connector.Identity{CardID: CardID, Name: "WeChat", Provider: "wechat", Label: "WeChat",
-		TargetType: protocol.TargetIM, Version: "1.0.0",
+		TargetType: protocol.TargetIM, Version: "1.0.1",
 		Description:       "An agent in WeChat through a personal bot account (iLink bot API).",
 		TargetDescription: "WeChat 1:1 conversations of an iLink bot account, signed in by QR code."}
 	srv, err := connector.New(sdk)
@@ -128,12 +129,14 @@ func New(opts Options) (*Connector, error) {
 		return nil, err
 	}
 	c.srv = srv
+	var errClients error
+	c.clients, errClients = connector.SetClient(srv, c.newClient)
 	err = errors.Join(
 		connector.AddQR(srv, FlowQR, connector.QROptions[Binding]{
 			FlowOptions: connector.FlowOptions{Title: "Sign in to WeChat", Default: true,
 				Description: "Scan the QR code with WeChat on your phone and confirm to connect your bot account."},
 			Issue: c.issueQR, Poll: c.pollQR, TTL: opts.QRTTL, PollInterval: opts.QRPollInterval}),
-		connector.SetClient(srv, c.newClient),
+		errClients,
 		c.addConsumer(),
 		connector.AddTool(srv, ToolSend, c.toolSend, connector.ToolOptions{Title: "Send a WeChat message",
 			Description: "Send text, and optionally one file, to the person in the current WeChat conversation " +

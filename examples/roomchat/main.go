@@ -98,19 +98,19 @@ func run(ctx context.Context, ln net.Listener, data, apiKey string) error {
 	connector.AddForm(srv, "room_login", func(ctx context.Context, ch *connector.Channel, in Login) (connector.Account[Binding], error) {
 		return connector.Account[Binding]{Binding: Binding{Room: in.Room, Code: in.AccessCode}, DisplayName: in.Room}, nil
 	}, connector.FlowOptions{Title: "Join a room", Default: true})
-	connector.SetClient(srv, func(ctx context.Context, ch *connector.Channel, b Binding) (*room, error) {
+	clients, _ := connector.SetClient(srv, func(ctx context.Context, ch *connector.Channel, b Binding, _ connector.ClientReason) (*room, error) {
 		return join(&rooms, b.Room, b.Code) // checked before the channel reports authenticated
 	})
 	byRoom, _ := connector.AddConsumer(srv, connector.Consumer[string, Binding]{Key: func(b Binding) string { return b.Room }})
 	connector.AddTool(srv, "room_message_send", func(ctx context.Context, call *connector.Call, in Say) (Say, error) {
-		r, err := connector.ClientOf[*room](call.Channel)
+		r, err := clients.Get(call.Channel)
 		if err == nil {
 			r.say(in.Text)
 		}
 		return in, err
 	}, connector.ToolOptions{Title: "Post in the room", Description: "Post a message in the room.", SideEffect: true})
 	srv.OnAssistantMessage(func(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
-		r, err := connector.ClientOf[*room](ch)
+		r, err := clients.Get(ch)
 		if err == nil {
 			r.say(m.Text) // the SDK acks accepted only after this returns nil
 		}

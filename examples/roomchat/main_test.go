@@ -82,8 +82,11 @@ func roomR1(_ testing.TB, url string) *e2e.Fake {
 		Say:  func(ctx context.Context, text string) error { return say(ctx, url, testRoom, text) },
 		Said: func(ctx context.Context) ([]string, error) { return said(ctx, url, testRoom) },
 		Conformance: func(t *testing.T, _ *conformance.Report) {
-			if got, err := said(t.Context(), url, testRoom); err != nil || e2e.Count(got, toolText) != 1 {
-				t.Errorf("said %q (%v): want the tool's text once", got, err)
+			// Two calls, each repeated once: with a tool_call_id
+			// (tool.idempotency) and without context
+			// (tool.idempotency-request-id).
+			if got, err := said(t.Context(), url, testRoom); err != nil || e2e.Count(got, toolText) != 2 {
+				t.Errorf("said %q (%v): want the tool's text twice, once per distinct call", got, err)
 			}
 		}}
 }

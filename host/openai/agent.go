@@ -112,8 +112,13 @@ type Options struct {
 	// Retry bounds the retries of one model request.
 	Retry RetryPolicy
 	// Apology is the final sent when the model fails after the retries
-	// (default DefaultApology).
+	// for a reason that may pass (429, 5xx, timeouts, network; default
+	// DefaultApology); a short reason follows it.
 	Apology string
+	// Misconfigured is the final sent when the model server refuses the
+	// agent's setup: its key (401, 403), model or base URL (404)
+	// (default DefaultMisconfigured). The log says what is wrong.
+	Misconfigured string
 	// Logger receives the agent's logs (nil discards them). It never gets
 	// message text, tool arguments or the API key.
 	Logger *slog.Logger
@@ -133,6 +138,9 @@ type Agent struct {
 	host   atomic.Pointer[hostRef]
 	memory atomic.Pointer[memoryRef]
 	skills *skillCache
+	// misconfig is the cause last logged as a misconfiguration (failure.go),
+	// nil after a request succeeded.
+	misconfig atomic.Pointer[string]
 }
 
 type hostRef struct{ h Host }
@@ -174,6 +182,9 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.Apology == "" {
 		opts.Apology = DefaultApology
+	}
+	if opts.Misconfigured == "" {
+		opts.Misconfigured = DefaultMisconfigured
 	}
 	opts.Retry = opts.Retry.withDefaults()
 	if opts.Logger == nil {

@@ -395,8 +395,8 @@ func TestRetries(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := rs.finals()
-		if len(srv.Requests()) != 1 || len(f) != 1 || !strings.HasPrefix(f[0].Text, openai.DefaultApology) || !strings.Contains(f[0].Text, "credentials") {
-			t.Fatalf("%d requests, finals %+v", len(srv.Requests()), f)
+		if len(srv.Requests()) != 1 || len(f) != 1 || f[0].Text != openai.DefaultMisconfigured {
+			t.Fatalf("%d requests, finals %+v; want one request and %q", len(srv.Requests()), f, openai.DefaultMisconfigured)
 		}
 		if strings.Contains(f[0].Text+logs.String(), "sk-wrong-canary-987") || !strings.Contains(logs.String(), "check the API key") {
 			t.Fatalf("API key leaked or 401 unexplained:\n%s", logs.String())

@@ -136,6 +136,9 @@ func (c *Client) Stream(ctx context.Context, req *Request, onDelta func(string) 
 	return c.readStream(ictx, body2, onDelta)
 }
 
+// Endpoint returns the URL the client posts to, without credentials.
+func (c *Client) Endpoint() string { return redactURL(c.endpoint) }
+
 // cause replaces a context error by the reason the context ended.
 func (c *Client) cause(ctx context.Context, err error) error {
 	if ctx.Err() != nil {

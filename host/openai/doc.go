@@ -36,9 +36,14 @@
 // A model request is retried by [RetryPolicy]: 429 after its Retry-After
 // (when not longer than MaxRetryAfter), 408, 409, 5xx, network errors and
 // timeouts; never 400, 401, 403, 404 or 422, nor a stream that broke after
-// its text reached the user. When a request fails for good the user gets a
-// short apology final naming the reason, and the message is accepted and
-// kept in memory. HandleMessage returns an error only when its context
+// its text reached the user. When a request fails for good the message is
+// accepted and kept in memory, and the user is told in their words: a
+// server that refuses the agent's setup (401, 403: the key; 404: the model
+// or a base URL without /v1) gets "the agent is misconfigured — the
+// operator has been told" and one ERROR log line with the URL and the
+// server's answer (once until a request succeeds, however many messages
+// arrive); a transient failure gets an apology that asks to try again.
+// [Agent.Preflight] checks the base URL, key and model at start. HandleMessage returns an error only when its context
 // ends or the host cannot take a final: the connector then delivers the
 // message again.
 //

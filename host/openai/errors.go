@@ -55,6 +55,27 @@ func (e *APIError) Retryable() bool {
 	return false
 }
 
+// Misconfigured reports whether the failure is the operator's to fix and
+// will not pass by itself: the server refuses the key (401, 403), or knows
+// neither the model nor the endpoint (404: a wrong model name, or a base
+// URL without its /v1).
+func (e *APIError) Misconfigured() bool {
+	switch e.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
+		return true
+	}
+	return false
+}
+
+// fix says in a few words what the operator should check after a
+// misconfiguration.
+func (e *APIError) fix() string {
+	if e.StatusCode == http.StatusNotFound {
+		return "check --model and --base-url (an OpenAI-compatible root usually ends in /v1)"
+	}
+	return "check the API key (OPENAI_API_KEY) and its access to the model"
+}
+
 // StreamError is a stream that broke (a network error, an idle timeout, an
 // end without [DONE] or finish_reason) after the model had begun to answer.
 // Partial holds what arrived; the request is not retried, since its text

@@ -155,7 +155,7 @@ func (t *turn) complete(ctx context.Context, req *Request) (*Completion, error) 
 			}
 			return err
 		}, func(attempt int, wait time.Duration, err error) {
-			a.log.Warn("openai agent: model request failed; retrying", "attempt", attempt, "wait", wait, "err", err)
+			a.log.Info("openai agent: model request failed; retrying", "attempt", attempt, "wait", wait, "err", err)
 		})
 		var ae *APIError
 		if err != nil && errors.As(err, &ae) && ae.StatusCode == http.StatusBadRequest && !t.images.off && hasImages(req.Messages) {
@@ -164,6 +164,9 @@ func (t *turn) complete(ctx context.Context, req *Request) (*Completion, error) 
 			stripImages(req.Messages)
 			stripImages(t.send)
 			continue
+		}
+		if err == nil {
+			a.succeeded()
 		}
 		return comp, err
 	}
@@ -185,11 +188,10 @@ func stripImages(ms []Message) {
 }
 
 // fail answers a turn whose model request failed for good: the text that
-// already streamed is kept, marked as cut off, or the apology is sent; the
-// user message stays in memory.
+// already streamed is kept, marked as cut off, or the user is told why in
+// their words (failure.go); the user message stays in memory.
 func (t *turn) fail(ctx context.Context, log *slog.Logger, err error) error {
-	log.Error("openai agent: no answer from the model", "err", err)
-	text := t.a.opts.Apology + " (" + reason(err) + ")"
+	text := t.a.failure(log, err)
 	var se *StreamError
 	if errors.As(err, &se) && strings.TrimLeft(se.Partial.Content, blank) != "" {
 		partial := strings.TrimLeft(se.Partial.Content, blank)
@@ -201,28 +203,6 @@ func (t *turn) fail(ctx context.Context, log *slog.Logger, err error) error {
 	}
 	t.persist(ctx, log)
 	return nil
-}
-
-// reason names a model failure in a few words for the user.
-func reason(err error) string {
-	var ae *APIError
-	if errors.As(err, &ae) {
-		switch {
-		case ae.StatusCode == http.StatusUnauthorized || ae.StatusCode == http.StatusForbidden:
-			return "the model server refused the agent's credentials"
-		case ae.StatusCode == http.StatusTooManyRequests:
-			return "the model server is rate limiting"
-		case ae.StatusCode == http.StatusNotFound:
-			return "the model server does not know this model"
-		case ae.StatusCode >= 500 || ae.StatusCode == 0:
-			return "the model server failed"
-		}
-		return "the model server rejected the request"
-	}
-	if errors.Is(err, errIdle) || errors.Is(err, errTooLong) || errors.Is(err, context.DeadlineExceeded) {
-		return "the model server did not answer in time"
-	}
-	return "the model server could not be reached"
 }
 
 // runTool runs one tool call through the host and adds its result (or

@@ -216,7 +216,7 @@ func TestUploadReferenceArgument(t *testing.T) {
 			params = string(tl.Function.Parameters)
 		}
 	}
-	if !strings.Contains(params, `"file"`) || !strings.Contains(params, "file_ref") || strings.Contains(params, protocol.FormatUploadRef) {
+	if !strings.Contains(params, `"file"`) || !strings.Contains(params, "file_ref") || strings.Contains(params, `"format"`) {
 		t.Fatalf("docs_archive parameters: %s", params)
 	}
 	// The image went to the model as image input, the reference as text.

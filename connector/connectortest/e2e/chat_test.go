@@ -105,7 +105,7 @@ func kitchat(f flaw) e2e.NewFunc {
 			}
 			return connector.Account[kitBinding]{Binding: kitBinding{Token: in.Token}, DisplayName: "Kit bot"}, nil
 		}, connector.FlowOptions{Title: "Bot token", Default: true})
-		connector.SetClient(srv, func(ctx context.Context, ch *connector.Channel, b kitBinding) (*chatClient, error) {
+		clients, _ := connector.SetClient(srv, func(ctx context.Context, ch *connector.Channel, b kitBinding, _ connector.ClientReason) (*chatClient, error) {
 			c := client(b.Token)
 			if err := c.call(ctx, http.MethodGet, "/me", nil, nil); err != nil {
 				return nil, protocol.Errorf(protocol.CodeInvalidAuthInput, "kitchat refused the bot token")
@@ -135,7 +135,7 @@ func kitchat(f flaw) e2e.NewFunc {
 		connector.AddTool(srv, "kitchat_send", func(ctx context.Context, call *connector.Call, in struct {
 			Text string `json:"text" desc:"Text to post."`
 		}) (message, error) {
-			c, err := connector.ClientOf[*chatClient](call.Channel)
+			c, err := clients.Get(call.Channel)
 			if err != nil {
 				return message{}, err
 			}
@@ -145,7 +145,7 @@ func kitchat(f flaw) e2e.NewFunc {
 		var mu sync.Mutex
 		open := map[string]int{} // channel/message → the message being edited
 		srv.OnAssistantDelta(func(ctx context.Context, ch *connector.Channel, d *connector.AssistantDelta) error {
-			c, err := connector.ClientOf[*chatClient](ch)
+			c, err := clients.Get(ch)
 			if err != nil {
 				return err
 			}
@@ -168,7 +168,7 @@ func kitchat(f flaw) e2e.NewFunc {
 			return err
 		})
 		srv.OnAssistantMessage(func(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
-			c, err := connector.ClientOf[*chatClient](ch)
+			c, err := clients.Get(ch)
 			if err != nil {
 				return err
 			}

@@ -607,6 +607,19 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// Drop closes app's long connection, as a network failure or a restart
+// of Feishu's gateway would; it reports whether there was one.
+func (s *Server) Drop(app string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	wc := s.conns[app]
+	if wc == nil {
+		return false
+	}
+	wc.c.CloseNow()
+	return true
+}
+
 // WaitConnected waits until app has a live long connection.
 func (s *Server) WaitConnected(ctx context.Context, app string) error {
 	for {

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -191,6 +192,7 @@ type Server struct {
 
 	srv    *httptest.Server
 	apiKey string
+	models []string // nil: any model
 
 	mu       sync.Mutex
 	queue    []func(Request) Response
@@ -204,17 +206,19 @@ type Options struct {
 	// APIKey, when set, is required as "Authorization: Bearer <key>";
 	// other requests get a 401 with an OpenAI-style error body.
 	APIKey string
+	// Models, when set, are the models the server knows: GET /v1/models
+	// lists them, and a chat request for another model gets OpenAI's 404
+	// (code "model_not_found"). Unset, /v1/models lists "fake-model" and
+	// every model name is served.
+	Models []string
 }
 
 // NewServer starts a fake server on a loopback port.
 func NewServer(opts Options) *Server {
-	s := &Server{apiKey: opts.APIKey, arrived: make(chan struct{})}
+	s := &Server{apiKey: opts.APIKey, models: opts.Models, arrived: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.completions)
-	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"object":"list","data":[{"id":"fake-model","object":"model","owned_by":"openaitest"}]}`)
-	})
+	mux.HandleFunc("GET /v1/models", s.listModels)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL + "/v1"
 	return s
@@ -304,6 +308,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			ErrorMessage: "Incorrect API key provided."}
 	case bodyErr != nil:
 		resp = Error(http.StatusBadRequest, "bad JSON body: "+bodyErr.Error())
+	case s.models != nil && !slices.Contains(s.models, req.Body.Model):
+		resp = Response{Status: http.StatusNotFound, ErrorType: "invalid_request_error", ErrorCode: "model_not_found",
+			ErrorMessage: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Body.Model)}
 	case len(s.queue) > 0:
 		next = s.queue[0]
 		s.queue = s.queue[1:]
@@ -335,6 +342,34 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeStream(w, r, req.Body.Model, resp)
+}
+
+// listModels answers GET /v1/models: the known models, or a 401 without
+// the key.
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	if s.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
+		writeError(w, Response{Status: http.StatusUnauthorized, ErrorType: "invalid_request_error", ErrorCode: "invalid_api_key",
+			ErrorMessage: "Incorrect API key provided."})
+		return
+	}
+	models := s.models
+	if models == nil {
+		models = []string{"fake-model"}
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, m := range models {
+		list.Data = append(list.Data, model{ID: m, Object: "model", OwnedBy: "openaitest"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(list)
 }
 
 func writeError(w http.ResponseWriter, resp Response) {

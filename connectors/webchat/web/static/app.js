@@ -138,12 +138,18 @@
     activityTimer = setTimeout(function () { setActivity(null); }, ACTIVITY_TIMEOUT_MS);
   }
 
+  // The status sits in the page's header, in view at every size: the
+  // chat's state as the connector reports it, or "reconnecting…" from the
+  // moment the event stream drops.
+  var SIGNED_OUT = "This chat is signed out. Sign in again: scan a new QR code (xconn demo --signin prints one) or enter the room's access code.";
+  var finished = false; // signed out or replaced: no more reconnecting
+
   function setStatus(s) {
     statusEl.dataset.state = s.state;
     statusEl.textContent = s.state === "connected" ? "connected" : (s.detail || s.state);
     if (s.state === "signed_out") {
-      showError("This chat is signed out. Sign in again with a new QR code or the room's access code.");
-      es.close();
+      showError(SIGNED_OUT);
+      finish();
     } else if (s.state === "replaced") {
       showError("");
       var a = document.createElement("a");
@@ -151,8 +157,17 @@
       a.textContent = "Reload to open the new chat.";
       statusEl.appendChild(document.createTextNode(" "));
       statusEl.appendChild(a);
-      es.close();
+      finish();
     }
+  }
+
+  function reconnecting() {
+    if (!finished) setStatus({ state: "reconnecting", detail: "reconnecting…" });
+  }
+
+  function finish() {
+    finished = true;
+    if (es) es.close();
   }
 
   function showError(text) {
@@ -164,21 +179,62 @@
     try { return JSON.parse(ev.data); } catch (e) { return null; }
   }
 
-  var es = new EventSource(base + "/api/events" + query);
-  es.addEventListener("status", function (ev) { var s = parse(ev); if (s) setStatus(s); });
-  es.addEventListener("message", function (ev) { var m = parse(ev); if (m) onMessage(m); });
-  es.addEventListener("delta", function (ev) { var d = parse(ev); if (d) onDelta(d); });
-  es.addEventListener("activity", function (ev) { var a = parse(ev); if (a) setActivity(a); });
-  es.onerror = function () {
-    if (statusEl.dataset.state === "signed_out" || statusEl.dataset.state === "replaced") return;
-    if (es.readyState === EventSource.CLOSED) { // the server refused the stream: signed out
-      setStatus({ state: "signed_out", detail: "signed out" });
-      showError("This chat is signed out. Sign in again with a new QR code.");
-      return;
+  // The event stream. The connector sends a ping every 20 s: a stream
+  // silent for STALE_MS has died without closing (a sleeping laptop, a
+  // proxy) and is opened anew.
+  var STALE_MS = 50000;
+  var es = null;
+  var lastEvent = Date.now();
+
+  function on(type, handle) {
+    es.addEventListener(type, function (ev) {
+      lastEvent = Date.now();
+      var d = parse(ev);
+      if (d && handle) handle(d);
+    });
+  }
+
+  function connect() {
+    es = new EventSource(base + "/api/events" + query);
+    lastEvent = Date.now();
+    on("status", setStatus);
+    on("message", onMessage);
+    on("delta", onDelta);
+    on("activity", setActivity);
+    on("ping", null);
+    es.onerror = function () {
+      if (finished) return;
+      reconnecting(); // from this moment: the browser opens the stream again by itself
+      if (es.readyState === EventSource.CLOSED) refused();
+    };
+    es.onopen = function () { lastEvent = Date.now(); showError(""); };
+  }
+
+  // refused asks why the server refused the stream (the browser gives up
+  // on an error status): a chat that is not signed in (401, 410) says so;
+  // anything else (a server stopping, 503) is tried again in a moment.
+  function refused() {
+    var ctl = new AbortController();
+    fetch(base + "/api/events" + query, { credentials: "same-origin", signal: ctl.signal }).then(function (res) {
+      ctl.abort();
+      if (res.status === 401 || res.status === 410) {
+        setStatus({ state: "signed_out", detail: "signed out" });
+        return;
+      }
+      setTimeout(function () { if (!finished) connect(); }, 2000);
+    }).catch(function () {
+      setTimeout(function () { if (!finished) connect(); }, 2000);
+    });
+  }
+
+  connect();
+  setInterval(function () {
+    if (!finished && Date.now() - lastEvent > STALE_MS) {
+      es.close();
+      reconnecting();
+      connect();
     }
-    setStatus({ state: "reconnecting", detail: "reconnecting…" });
-  };
-  es.onopen = function () { showError(""); };
+  }, 5000);
 
   fileEl.addEventListener("change", function () {
     var f = fileEl.files[0];
@@ -217,12 +273,13 @@
           return;
         }
         if (res.status === 401 || res.status === 410) {
-          showError("This chat is signed out. Sign in again with a new QR code.");
+          showError(SIGNED_OUT);
           return;
         }
         showError(body.error || ("Sending failed (" + res.status + ")."));
       });
     }).catch(function () {
+      reconnecting();
       showError("Sending failed: no connection.");
     }).finally(function () {
       sendEl.disabled = false;
