@@ -30,9 +30,12 @@ const DefaultPushBuffer = 1024
 // Close it to end the connection and stop its goroutine. All methods are
 // safe for concurrent use.
 type Client struct {
-	conn *wsconn.Conn
-	done chan struct{}
-	err  error
+	conn    *wsconn.Conn
+	done    chan struct{}
+	err     error
+	baseURL string       // the connector's Base URL, for the transfer plane
+	apiKey  string       // the system API key, "" for none
+	http    *http.Client // transfer-plane requests; keeps no idle connections
 
 	mu         sync.Mutex
 	pending    map[string]chan *protocol.Envelope
@@ -59,7 +62,8 @@ func Dial(ctx context.Context, baseURL, apiKey string) (*Client, error) {
 		return nil, fmt.Errorf("connectortest: dial: %w", err)
 	}
 	c := &Client{conn: conn, done: make(chan struct{}), pending: map[string]chan *protocol.Envelope{},
-		changed: make(chan struct{})}
+		changed: make(chan struct{}), baseURL: strings.TrimRight(baseURL, "/"), apiKey: apiKey,
+		http: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 	go func() {
 		err := conn.Run(context.Background(), c.onFrame)
 		c.mu.Lock()

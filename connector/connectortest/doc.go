@@ -8,7 +8,8 @@
 //   - [Connect] reads the Card, dials /ws with the API key and sends
 //     connector.hello ([Dial] and [Client.Hello] do the steps one by one);
 //   - [Client.Open] opens a channel (id "" for a new one);
-//   - [Client.SignInForm] signs it in with a form flow and its input;
+//   - [Client.SignInForm] signs it in with a form flow and its input
+//     ([Client.OpenAndSignIn] opens and signs in in one call);
 //     [Client.SignInQR] starts a QR flow, hands the code's text to a confirm
 //     callback that plays the user, and polls auth.status until
 //     authenticated;
@@ -16,6 +17,12 @@
 //     *protocol.Error with the wire code;
 //   - [Client.ExpectMessage] waits for the next chat.message of a channel and
 //     [Client.Ack] / [Client.Reject] acknowledge it;
+//   - the assistant side, as a host sends an agent's answer:
+//     [Client.SendActivity], [Client.SendDelta], [Client.SendFinal] (which
+//     returns the connector's ack) and [Client.SendStream] (deltas, then the
+//     final); [Client.Upload] puts a file on the transfer plane for a final
+//     or a tool argument, and [Client.Download] fetches a download_url the
+//     connector handed out;
 //   - [Client.Request], [Client.Next] and [Client.NextOfType] reach every
 //     other packet;
 //   - [NewStore] opens a SQLite store in the test's directory.
@@ -40,5 +47,8 @@
 // connector's Server.AuthComplete, or a fake target), passed in as confirm.
 //
 // For the whole protocol rather than one connector's behaviour, run the
-// conformance suite (package conformance) against the same URL.
+// conformance suite (package conformance) against the same URL. Package
+// e2e (connectortest/e2e) runs the standard end-to-end of a connector with
+// its fake target (conformance, a real host with the echo agent, a crash in
+// the middle of an answer, secret checks) from a table of the fake's hooks.
 package connectortest

@@ -73,6 +73,9 @@ type room struct {
 
 	mu        sync.Mutex
 	delivered []string // assistant messages the target received
+	files     []string // the contents of their files
+	streamed  []string // the assembled text of each delta
+	activity  []protocol.ActivityStatus
 }
 
 // startRoom serves the in-test connector on a loopback httptest server,
@@ -111,8 +114,34 @@ func startRoom(t *testing.T, qrTTL time.Duration) *room {
 		t.Fatal(err)
 	}
 	srv.OnAssistantMessage(func(ctx context.Context, ch *connector.Channel, m *connector.AssistantMessage) error {
+		var files []string
+		for _, f := range m.Files {
+			rc, err := f.Open()
+			if err != nil {
+				return err
+			}
+			b, err := io.ReadAll(rc)
+			rc.Close()
+			if err != nil {
+				return err
+			}
+			files = append(files, string(b))
+		}
 		r.mu.Lock()
 		r.delivered = append(r.delivered, m.Text)
+		r.files = append(r.files, files...)
+		r.mu.Unlock()
+		return nil
+	})
+	srv.OnAssistantDelta(func(ctx context.Context, ch *connector.Channel, d *connector.AssistantDelta) error {
+		r.mu.Lock()
+		r.streamed = append(r.streamed, d.Assembled)
+		r.mu.Unlock()
+		return nil
+	})
+	srv.OnActivity(func(ctx context.Context, ch *connector.Channel, a connector.Activity) error {
+		r.mu.Lock()
+		r.activity = append(r.activity, a.Status)
 		r.mu.Unlock()
 		return nil
 	})

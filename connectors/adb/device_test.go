@@ -8,6 +8,7 @@ import (
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/connector/connectortest/e2e"
 	"github.com/xconn/xconn/connectors/adb/adbtest"
 	"github.com/xconn/xconn/protocol"
 )
@@ -18,7 +19,7 @@ import (
 func TestSlowScreenshot(t *testing.T) {
 	f, addr := newFake(t)
 	cn := startConn(t, t.TempDir(), addr, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	ch := signedIn(t, cl)
 	release := f.HoldScreenshots(testSerial)
 	defer release()
@@ -28,11 +29,11 @@ func TestSlowScreenshot(t *testing.T) {
 	}
 	done := make(chan res, 1)
 	go func() {
-		s, err := connectortest.Invoke[Screenshot](tctx(t), cl, ch, ToolScreenshot, nil)
+		s, err := connectortest.Invoke[Screenshot](tctx(t), cl.Client, ch, ToolScreenshot, nil)
 		done <- res{s, err}
 	}()
-	eventually(t, "the screenshot to be held", func() bool { return f.HeldScreenshots(testSerial) == 1 })
-	st, err := connectortest.Invoke[Status](tctx(t), cl, ch, ToolStatus, nil)
+	e2e.Eventually(t, "the screenshot to be held", func() bool { return f.HeldScreenshots(testSerial) == 1 })
+	st, err := connectortest.Invoke[Status](tctx(t), cl.Client, ch, ToolStatus, nil)
 	if err != nil || st.Model != "Pixel 7" {
 		t.Fatalf("status during a slow screenshot: %+v, %v", st, err)
 	}
@@ -63,7 +64,7 @@ func TestSlowScreenshot(t *testing.T) {
 func TestScreenshotTimeout(t *testing.T) {
 	f, addr := newFake(t)
 	cn := startConn(t, t.TempDir(), addr, "127.0.0.1:0", func(o *Options) { o.ScreenshotTimeout = 300 * time.Millisecond })
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	ch := signedIn(t, cl)
 	release := f.HoldScreenshots(testSerial)
 	defer release()
@@ -72,7 +73,7 @@ func TestScreenshotTimeout(t *testing.T) {
 		t.Fatalf("held screenshot: %v", err)
 	}
 	// The device is fine: the channel stays connected.
-	if _, err := connectortest.Invoke[Status](tctx(t), cl, ch, ToolStatus, nil); err != nil {
+	if _, err := connectortest.Invoke[Status](tctx(t), cl.Client, ch, ToolStatus, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -85,7 +86,7 @@ func TestScreenshotTimeout(t *testing.T) {
 func TestDeviceVanishes(t *testing.T) {
 	f, addr := newFake(t)
 	cn := startConn(t, t.TempDir(), addr, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	ch := signedIn(t, cl)
 	drainPushes(cl)
 	f.VanishOn(testSerial, "screencap")
@@ -112,7 +113,7 @@ func TestDeviceVanishes(t *testing.T) {
 			t.Fatalf("tool after the device came back: %+v", ts)
 		}
 	}
-	if _, err := connectortest.Invoke[Status](tctx(t), cl, ch, ToolStatus, nil); err != nil {
+	if _, err := connectortest.Invoke[Status](tctx(t), cl.Client, ch, ToolStatus, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -124,7 +125,7 @@ func TestDeviceVanishes(t *testing.T) {
 func TestDeviceUnauthorised(t *testing.T) {
 	f, addr := newFake(t)
 	cn := startConn(t, t.TempDir(), addr, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	ch := signedIn(t, cl)
 	drainPushes(cl)
 	f.SetState(testSerial, "unauthorized")
@@ -140,7 +141,7 @@ func TestDeviceUnauthorised(t *testing.T) {
 	drainPushes(cl)
 	f.SetState(testSerial, "device")
 	descriptorWith(t, cl, protocol.StatusConnected)
-	if _, err := connectortest.Invoke[Status](tctx(t), cl, ch, ToolStatus, nil); err != nil {
+	if _, err := connectortest.Invoke[Status](tctx(t), cl.Client, ch, ToolStatus, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -151,13 +152,13 @@ func TestRestoreVerifiesDevice(t *testing.T) {
 	f, addr := newFake(t)
 	data := t.TempDir()
 	cn := startConn(t, data, addr, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	ch := signedIn(t, cl)
 	cl.Close()
-	cn.stop()
+	cn.Stop()
 	f.Remove(testSerial)
 	cn = startConn(t, data, addr, "127.0.0.1:0", nil)
-	cl = cn.dial(t)
+	cl = cn.Dial(t)
 	open, err := cl.Open(tctx(t), ch)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +172,7 @@ func TestRestoreVerifiesDevice(t *testing.T) {
 	drainPushes(cl)
 	f.AddDevice(adbtest.Device{Serial: testSerial, Model: "Pixel 7"})
 	descriptorWith(t, cl, protocol.StatusConnected)
-	if _, err := connectortest.Invoke[Status](tctx(t), cl, ch, ToolStatus, nil); err != nil {
+	if _, err := connectortest.Invoke[Status](tctx(t), cl.Client, ch, ToolStatus, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -183,12 +184,12 @@ func TestRestoreVerifiesDevice(t *testing.T) {
 func TestDisconnectGrace(t *testing.T) {
 	f, addr := newFake(t)
 	cn := startConn(t, t.TempDir(), addr, "127.0.0.1:0", func(o *Options) { o.DisconnectGrace = time.Hour })
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	ch := signedIn(t, cl)
 	drainPushes(cl)
 	f.Remove(testSerial)
 	seen := f.Requests()
-	eventually(t, "ten polls of the device list", func() bool { return f.Requests() >= seen+10 })
+	e2e.Eventually(t, "ten polls of the device list", func() bool { return f.Requests() >= seen+10 })
 	env, err := cl.Request(tctx(t), protocol.TypeDescriptorGet, ch, protocol.EmptyPayload{})
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +199,7 @@ func TestDisconnectGrace(t *testing.T) {
 		t.Fatalf("within the grace: %+v, %v", p.ConnectionDescriptor, err)
 	}
 	f.AddDevice(adbtest.Device{Serial: testSerial, Model: "Pixel 7"})
-	if _, err := connectortest.Invoke[Status](tctx(t), cl, ch, ToolStatus, nil); err != nil {
+	if _, err := connectortest.Invoke[Status](tctx(t), cl.Client, ch, ToolStatus, nil); err != nil {
 		t.Fatal(err)
 	}
 	// A push of the connected state left over from the sign-in may still

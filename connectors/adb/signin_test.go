@@ -18,7 +18,7 @@ import (
 func TestCard(t *testing.T) {
 	_, addr := newFake(t)
 	cn := startConn(t, t.TempDir(), addr, "127.0.0.1:0", nil)
-	card, err := connectortest.FetchCard(tctx(t), cn.base, testKey)
+	card, err := connectortest.FetchCard(tctx(t), cn.URL, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestSignIn(t *testing.T) {
 	f.AddDevice(adbtest.Device{Serial: "192.168.1.7:5555", State: "offline"})
 	f.AddDevice(adbtest.Device{Serial: "NOPERM1", State: "no permissions"})
 	cn := startConn(t, t.TempDir(), addr, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	ch, st, err := signIn(t, cl, login)
 	if err != nil || st.Status != protocol.AuthAuthenticated {
 		t.Fatalf("sign-in: %+v, %v", st, err)
@@ -99,7 +99,7 @@ func TestSignIn(t *testing.T) {
 		}
 	}
 	// The first channel still has the device.
-	if _, err := connectortest.Invoke[Status](tctx(t), cl, ch, ToolStatus, nil); err != nil {
+	if _, err := connectortest.Invoke[Status](tctx(t), cl.Client, ch, ToolStatus, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The ADB server is gone: a sign-in says how to start it.

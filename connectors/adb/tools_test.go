@@ -19,9 +19,9 @@ import (
 func TestStatus(t *testing.T) {
 	f, addr := newFake(t)
 	cn := startConn(t, t.TempDir(), addr, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	ch := signedIn(t, cl)
-	st, err := connectortest.Invoke[Status](tctx(t), cl, ch, ToolStatus, nil)
+	st, err := connectortest.Invoke[Status](tctx(t), cl.Client, ch, ToolStatus, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestStatus(t *testing.T) {
 		t.Fatalf("status\n%+v\nwant\n%+v", st, want)
 	}
 	f.Update(testSerial, func(d *adbtest.Device) { d.ScreenOff, d.Charging, d.Battery = true, false, 12 })
-	st, err = connectortest.Invoke[Status](tctx(t), cl, ch, ToolStatus, nil)
+	st, err = connectortest.Invoke[Status](tctx(t), cl.Client, ch, ToolStatus, nil)
 	if err != nil || st.ScreenOn || st.Charging || st.BatteryLevel != 12 {
 		t.Fatalf("status after changes: %+v, %v", st, err)
 	}
@@ -43,7 +43,7 @@ func TestStatus(t *testing.T) {
 func TestScreenshot(t *testing.T) {
 	_, addr := newFake(t)
 	cn := startConn(t, t.TempDir(), addr, "127.0.0.1:0", func(o *Options) { o.MaxScreenshots = 2 })
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	ch := signedIn(t, cl)
 	var shots []Screenshot
 	for range 3 {
@@ -65,15 +65,15 @@ func TestScreenshot(t *testing.T) {
 		s.Width != 108 || s.Height != 240 || s.File.ExpiresAt == 0 {
 		t.Fatalf("screenshot %+v", s)
 	}
-	code, body := download(t, cn.base, s.File.DownloadURL)
+	code, body := download(t, cn.URL, s.File.DownloadURL)
 	cfg, err := png.DecodeConfig(bytes.NewReader(body))
 	if code != http.StatusOK || err != nil || cfg.Width != 108 {
 		t.Fatalf("download: %d, %d bytes, %v", code, len(body), err)
 	}
-	if code, _ := download(t, cn.base, shots[0].File.DownloadURL); code == http.StatusOK {
+	if code, _ := download(t, cn.URL, shots[0].File.DownloadURL); code == http.StatusOK {
 		t.Fatal("the oldest screenshot beyond the capacity still downloads")
 	}
-	if code, _ := download(t, cn.base, shots[1].File.DownloadURL); code != http.StatusOK {
+	if code, _ := download(t, cn.URL, shots[1].File.DownloadURL); code != http.StatusOK {
 		t.Fatalf("the second screenshot: %d", code)
 	}
 }
@@ -99,9 +99,9 @@ func download(t *testing.T, base, u string) (int, []byte) {
 func TestUIDump(t *testing.T) {
 	f, addr := newFake(t)
 	cn := startConn(t, t.TempDir(), addr, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	ch := signedIn(t, cl)
-	d, err := connectortest.Invoke[UIDump](tctx(t), cl, ch, ToolUIDump, nil)
+	d, err := connectortest.Invoke[UIDump](tctx(t), cl.Client, ch, ToolUIDump, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestUIDump(t *testing.T) {
 	}
 	b.WriteString(`</hierarchy>`)
 	f.Update(testSerial, func(d *adbtest.Device) { d.UIXML = b.String() })
-	d, err = connectortest.Invoke[UIDump](tctx(t), cl, ch, ToolUIDump, nil)
+	d, err = connectortest.Invoke[UIDump](tctx(t), cl.Client, ch, ToolUIDump, nil)
 	if err != nil || len(d.Nodes) != MaxUINodes || !d.Truncated || d.Total != MaxUINodes+20 || d.Rotation != 1 {
 		t.Fatalf("large dump: %d nodes, total %d, truncated %v, %v", len(d.Nodes), d.Total, d.Truncated, err)
 	}
@@ -145,7 +145,7 @@ func TestControls(t *testing.T) {
 	f, addr := newFake(t)
 	f.Update(testSerial, func(d *adbtest.Device) { d.NoLauncher = []string{"com.android.settings"} })
 	cn := startConn(t, t.TempDir(), addr, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	ch := signedIn(t, cl)
 	hostile := `it's 100%s; rm -rf / && $(reboot) "x" > y`
 	for i, tc := range []struct {
@@ -208,8 +208,8 @@ func TestControls(t *testing.T) {
 	if got := strings.Join(typed, "|"); got != `it's%s100%|s;%srm%s-rf%s/%s&&%s$(reboot)%s"x"%s>%sy` {
 		t.Fatalf("typed %q", got)
 	}
-	if strings.Contains(cn.logs.String(), "rm -rf") || strings.Contains(cn.logs.String(), "reboot") {
-		t.Fatalf("the typed text is in the logs:\n%s", cn.logs.String())
+	if strings.Contains(cn.Logs.String(), "rm -rf") || strings.Contains(cn.Logs.String(), "reboot") {
+		t.Fatalf("the typed text is in the logs:\n%s", cn.Logs.String())
 	}
 }
 
@@ -218,7 +218,7 @@ func TestControls(t *testing.T) {
 func TestActIdempotent(t *testing.T) {
 	f, addr := newFake(t)
 	cn := startConn(t, t.TempDir(), addr, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	ch := signedIn(t, cl)
 	args := json.RawMessage(`{"x":10,"y":20}`)
 	first, err := cl.InvokeRaw(tctx(t), ch, ToolTap, args, "tap-1")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/connector/connectortest/e2e"
 	"github.com/xconn/xconn/connectors/feishu/feishutest"
 	"github.com/xconn/xconn/protocol"
 )
@@ -19,7 +20,7 @@ import (
 func TestCard(t *testing.T) {
 	_, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	card, err := connectortest.FetchCard(t.Context(), cn.base, "")
+	card, err := connectortest.FetchCard(t.Context(), cn.URL, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +49,8 @@ func TestCard(t *testing.T) {
 func TestSignIn(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	_, st := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	_, st := cl.SignIn(FlowApp, login)
 	if st.Status != protocol.AuthAuthenticated || st.ConnectionDescriptor == nil ||
 		st.ConnectionDescriptor.Target.DisplayName != "Feishu app "+testApp {
 		t.Fatalf("state %+v", st)
@@ -95,15 +96,15 @@ func TestSignIn(t *testing.T) {
 func TestInboundP2P(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowApp, login)
 	ev, id := f.MessageEvent(feishutest.Message{AppID: testApp, ChatID: testChat, Content: map[string]string{"text": "hello bot"}})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	if code, err := f.SendEvent(ctx, testApp, ev, 2); err != nil || code != http.StatusOK {
 		t.Fatalf("push: %d %v", code, err)
 	}
-	got := nextChat(t, cl, ch)
+	got := cl.ExpectAccept(ch)
 	if got.MessageID != id || got.Text != "hello bot" {
 		t.Fatalf("published %+v", got)
 	}
@@ -113,10 +114,10 @@ func TestInboundP2P(t *testing.T) {
 	}
 	// Stream a reply, then the final.
 	for i, d := range []string{"You ", "said ", "hello"} {
-		send(t, cl, protocol.TypeChatMessageDelta, ch, protocol.ChatDeltaPayload{MessageID: "a1", Sequence: int64(i + 1), Text: d})
+		cl.Delta(ch, "a1", int64(i+1), d)
 		time.Sleep(30 * time.Millisecond)
 	}
-	ack := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "a1", Text: "You said hello bot"})
+	ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "a1", Text: "You said hello bot"})
 	if ack.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", ack)
 	}
@@ -126,7 +127,7 @@ func TestInboundP2P(t *testing.T) {
 	}
 	// The next inbound is a new message, not a duplicate.
 	say(t, f, "second")
-	if got := nextChat(t, cl, ch); got.Text != "second" {
+	if got := cl.ExpectAccept(ch); got.Text != "second" {
 		t.Fatalf("published %+v", got)
 	}
 }
@@ -136,8 +137,8 @@ func TestInboundP2P(t *testing.T) {
 func TestInboundGroup(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowApp, login)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	plain, _ := f.MessageEvent(feishutest.Message{AppID: testApp, ChatID: groupChat, ChatType: "group", Content: map[string]string{"text": "chatter"}})
@@ -150,11 +151,11 @@ func TestInboundGroup(t *testing.T) {
 	if code, err := f.SendEvent(ctx, testApp, ev, 1); err != nil || code != 200 {
 		t.Fatal(code, err)
 	}
-	got := nextChat(t, cl, ch)
+	got := cl.ExpectAccept(ch)
 	if got.MessageID != id || got.Text != "@xAgent summarise, cc @Bob" {
 		t.Fatalf("published %+v", got)
 	}
-	if ack := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "g1", Text: "summary"}); ack.Status != protocol.AckAccepted {
+	if ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "g1", Text: "summary"}); ack.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", ack)
 	}
 	sent := f.Sent(groupChat)
@@ -169,8 +170,8 @@ func TestInboundGroup(t *testing.T) {
 func TestInboundPostAndFiles(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowApp, login)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	post := map[string]any{"title": "Report", "content": [][]map[string]string{
@@ -182,11 +183,11 @@ func TestInboundPostAndFiles(t *testing.T) {
 	if code, err := f.SendEvent(ctx, testApp, ev, 1); err != nil || code != 200 {
 		t.Fatal(code, err)
 	}
-	got := nextChat(t, cl, ch)
+	got := cl.ExpectAccept(ch)
 	if got.Text != "Report\nsee [docs](https://example.com)" || len(got.Files) != 1 || got.Files[0].Type != protocol.FileImage {
 		t.Fatalf("post published %+v", got)
 	}
-	if b := cn.fetch(t, got.Files[0].DownloadURL); string(b) != string(png) {
+	if b := cl.Fetch(got.Files[0].DownloadURL); string(b) != string(png) {
 		t.Fatal("image bytes differ")
 	}
 	fev, fid := f.MessageEvent(feishutest.Message{AppID: testApp, ChatID: testChat, Type: "file",
@@ -195,8 +196,8 @@ func TestInboundPostAndFiles(t *testing.T) {
 	if code, err := f.SendEvent(ctx, testApp, fev, 1); err != nil || code != 200 {
 		t.Fatal(code, err)
 	}
-	got = nextChat(t, cl, ch)
-	if len(got.Files) != 1 || got.Files[0].Filename != "notes.txt" || string(cn.fetch(t, got.Files[0].DownloadURL)) != "plain notes" {
+	got = cl.ExpectAccept(ch)
+	if len(got.Files) != 1 || got.Files[0].Filename != "notes.txt" || string(cl.Fetch(got.Files[0].DownloadURL)) != "plain notes" {
 		t.Fatalf("file published %+v", got)
 	}
 }
@@ -207,14 +208,14 @@ func TestInboundPostAndFiles(t *testing.T) {
 func TestOutboundErrors(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowApp, login)
 	say(t, f, "hi")
-	nextChat(t, cl, ch)
+	cl.ExpectAccept(ch)
 
 	f.RevokeTokens()
 	tokens := f.Calls("token")
-	if ack := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "e1", Text: "after refresh"}); ack.Status != protocol.AckAccepted {
+	if ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "e1", Text: "after refresh"}); ack.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", ack)
 	}
 	if f.Calls("token") != tokens+1 {
@@ -223,18 +224,18 @@ func TestOutboundErrors(t *testing.T) {
 
 	f.FailNext("/open-apis/im/v1/messages", http.StatusTooManyRequests, 99991400, 1)
 	start := time.Now()
-	if ack := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "e2", Text: "after 429"}); ack.Status != protocol.AckAccepted || time.Since(start) < 900*time.Millisecond {
+	if ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "e2", Text: "after 429"}); ack.Status != protocol.AckAccepted || time.Since(start) < 900*time.Millisecond {
 		t.Fatalf("ack %+v after %v", ack, time.Since(start))
 	}
 
 	f.FailNext("/open-apis/im/v1/messages", http.StatusTooManyRequests, 99991400, 60)
-	ack := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "e3", Text: "rate limited"})
+	ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "e3", Text: "rate limited"})
 	if ack.Status != protocol.AckRejected || ack.Retryable == nil || !*ack.Retryable {
 		t.Fatalf("ack %+v", ack)
 	}
 
-	ref := cn.upload(t, ch, "chart.png", "image/png", append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 32)...))
-	ack = sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "e4", Text: "with a chart", Files: []protocol.ChatFile{{FileRef: ref, Type: protocol.FileImage}}})
+	ref := cl.Put(ch, "chart.png", "image/png", append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 32)...))
+	ack = cl.Final(ch, protocol.ChatMessagePayload{MessageID: "e4", Text: "with a chart", Files: []protocol.ChatFile{{FileRef: ref, Type: protocol.FileImage}}})
 	if ack.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", ack)
 	}
@@ -259,8 +260,8 @@ func TestOutboundErrors(t *testing.T) {
 func TestTool(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowApp, login)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	_, err := cl.InvokeRaw(ctx, ch, ToolSend, map[string]any{"text": "too early"}, "call-0")
@@ -268,8 +269,8 @@ func TestTool(t *testing.T) {
 		t.Fatalf("invoke before a chat: %v", err)
 	}
 	say(t, f, "hi")
-	nextChat(t, cl, ch)
-	ref := cn.upload(t, ch, "report.pdf", "application/pdf", []byte("%PDF-1.4 test"))
+	cl.ExpectAccept(ch)
+	ref := cl.Put(ch, "report.pdf", "application/pdf", []byte("%PDF-1.4 test"))
 	raw, err := cl.InvokeRaw(ctx, ch, ToolSend, map[string]any{"text": "here it is", "file": ref}, "call-1")
 	if err != nil {
 		t.Fatal(err)
@@ -287,13 +288,13 @@ func TestTool(t *testing.T) {
 func TestLogoutStopsLongConnection(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
-	eventually(t, "long connection up", func() bool { return f.Connected(testApp) })
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowApp, login)
+	e2e.Eventually(t, "long connection up", func() bool { return f.Connected(testApp) })
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	if _, err := cl.Request(ctx, protocol.TypeAuthLogout, ch, map[string]any{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "long connection closed", func() bool { return !f.Connected(testApp) })
+	e2e.Eventually(t, "long connection closed", func() bool { return !f.Connected(testApp) })
 }

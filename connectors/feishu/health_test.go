@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/connector/connectortest/e2e"
 	"github.com/xconn/xconn/protocol"
 )
 
 // nextStatus waits for the next Descriptor push of ch with status want.
-func nextStatus(t *testing.T, cl *connectortest.Client, ch string, want protocol.ConnectionStatus) {
+func nextStatus(t *testing.T, cl *e2e.Client, ch string, want protocol.ConnectionStatus) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -28,8 +28,8 @@ func nextStatus(t *testing.T, cl *connectortest.Client, ch string, want protocol
 func TestLongConnHealthIsChannelStatus(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowApp, login)
 	nextStatus(t, cl, ch, protocol.StatusConnected) // the sign-in's push
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -43,8 +43,8 @@ func TestLongConnHealthIsChannelStatus(t *testing.T) {
 	nextStatus(t, cl, ch, protocol.StatusConnected)
 
 	f.AddApp(testApp, "an0therSecretAfterRotation0123456") // the app's secret was reset in the console
-	eventually(t, "the reconnected long connection", func() bool { return f.Connected(testApp) })
+	e2e.Eventually(t, "the reconnected long connection", func() bool { return f.Connected(testApp) })
 	f.Drop(testApp)
 	nextStatus(t, cl, ch, protocol.StatusRevoked)
-	eventually(t, "the consumer parked", func() bool { return strings.Contains(cn.logs.String(), "not restarting") })
+	e2e.Eventually(t, "the consumer parked", func() bool { return strings.Contains(cn.Logs.String(), "not restarting") })
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/connector/connectortest/e2e"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -18,7 +19,7 @@ const (
 )
 
 // qrSignIn runs feishu_qr_create_app with confirm playing the user.
-func qrSignIn(t *testing.T, cl *connectortest.Client, confirm func(context.Context, string) error) (string, *protocol.AuthStatePayload, error) {
+func qrSignIn(t *testing.T, cl *e2e.Client, confirm func(context.Context, string) error) (string, *protocol.AuthStatePayload, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -38,14 +39,14 @@ func qrSignIn(t *testing.T, cl *connectortest.Client, confirm func(context.Conte
 func TestQRCreateApp(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	card, err := connectortest.FetchCard(t.Context(), cn.base, "")
+	card, err := connectortest.FetchCard(t.Context(), cn.URL, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(card.AuthFlows) != 2 || card.AuthFlows[1].ID != FlowQR || card.AuthFlows[1].Type != "qr_login" {
 		t.Fatalf("flows %+v", card.AuthFlows)
 	}
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	f.PollAnswer("authorization_pending")
 	f.PollAnswer("slow_down")
 	start := time.Now()
@@ -89,7 +90,7 @@ func TestQRCreateApp(t *testing.T) {
 	if _, err := f.SendText(ctx, qrApp, testChat, "hi new app"); err != nil {
 		t.Fatal(err)
 	}
-	if got := nextChat(t, cl, ch); got.Text != "hi new app" {
+	if got := cl.ExpectAccept(ch); got.Text != "hi new app" {
 		t.Fatalf("published %+v", got)
 	}
 	for _, frame := range cl.Transcript() {
@@ -97,7 +98,7 @@ func TestQRCreateApp(t *testing.T) {
 			t.Fatalf("the created app's secret is in a frame: %s", frame)
 		}
 	}
-	if strings.Contains(cn.logs.String(), qrSecret) {
+	if strings.Contains(cn.Logs.String(), qrSecret) {
 		t.Fatal("the created app's secret is in the logs")
 	}
 }
@@ -107,7 +108,7 @@ func TestQRCreateApp(t *testing.T) {
 func TestQRCreateAppEnds(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	for _, tc := range []struct {
 		answer string
 		want   protocol.AuthStatus
@@ -138,7 +139,7 @@ func TestQRCreateAppEnds(t *testing.T) {
 func TestQRCreateAppRefused(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	_, _, err := qrSignIn(t, cl, func(_ context.Context, text string) error {
 		if _, err := f.ScanRegistration(text); err != nil {
 			return err

@@ -18,7 +18,7 @@ import (
 func TestSecretRedaction(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 
@@ -32,22 +32,22 @@ func TestSecretRedaction(t *testing.T) {
 		t.Fatal("a wrong secret signed in")
 	}
 
-	ch, _ := signIn(t, cl, login)
+	ch, _ := cl.SignIn(FlowApp, login)
 	say(t, f, "hello")
-	nextChat(t, cl, ch)
+	cl.ExpectAccept(ch)
 
 	// Tokens revoked: the next call gets 99991663 and retries with a fresh one.
 	f.RevokeTokens()
-	if ack := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "r1", Text: "after a refresh"}); ack.Status != protocol.AckAccepted {
+	if ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "r1", Text: "after a refresh"}); ack.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", ack)
 	}
 	// A refusal and a rate limit beyond MaxRetryWait: rejected acks.
 	f.FailNext("/open-apis/im/v1/messages", http.StatusBadRequest, 230027, 0)
-	if ack := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "r2", Text: "refused"}); ack.Status != protocol.AckRejected {
+	if ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "r2", Text: "refused"}); ack.Status != protocol.AckRejected {
 		t.Fatalf("ack %+v", ack)
 	}
 	f.FailNext("/open-apis/im/v1/messages", http.StatusTooManyRequests, 99991400, 60)
-	if ack := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "r3", Text: "limited"}); ack.Status != protocol.AckRejected || ack.Retryable == nil || !*ack.Retryable {
+	if ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "r3", Text: "limited"}); ack.Status != protocol.AckRejected || ack.Retryable == nil || !*ack.Retryable {
 		t.Fatalf("ack %+v", ack)
 	}
 	// A tool call that succeeds and one that fails.
@@ -82,8 +82,8 @@ func TestSecretRedaction(t *testing.T) {
 			t.Errorf("the transcript has no %s to check", want)
 		}
 	}
-	check("the logs", cn.logs.String())
-	if !strings.Contains(cn.logs.String(), "feishu") {
+	check("the logs", cn.Logs.String())
+	if !strings.Contains(cn.Logs.String(), "feishu") {
 		t.Error("no connector log lines to check")
 	}
 }

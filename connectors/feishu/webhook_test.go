@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xconn/xconn/connector/connectortest/e2e"
 	"github.com/xconn/xconn/connectors/feishu/feishutest"
 	"github.com/xconn/xconn/protocol"
 )
@@ -41,8 +42,8 @@ func TestWebhook(t *testing.T) {
 	f, api := newFake(t)
 	data := t.TempDir()
 	cn := startConn(t, data, api, "127.0.0.1:0", webhookMode(hookToken, hookKey))
-	addr := strings.TrimPrefix(cn.base, "http://")
-	wh := feishutest.Webhook{URL: cn.base + WebhookPath, VerificationToken: hookToken, EncryptKey: hookKey}
+	addr := strings.TrimPrefix(cn.URL, "http://")
+	wh := feishutest.Webhook{URL: cn.URL + WebhookPath, VerificationToken: hookToken, EncryptKey: hookKey}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 
@@ -59,8 +60,8 @@ func TestWebhook(t *testing.T) {
 		t.Fatalf("URL verification with another token: %d %s", a.Status, a.Body)
 	}
 
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowApp, login)
 	ev, id := f.MessageEvent(feishutest.Message{AppID: testApp, ChatID: testChat, Content: map[string]string{"text": "over the webhook"}})
 	for name, w := range map[string]feishutest.Webhook{
 		"bad signature":  {URL: wh.URL, VerificationToken: hookToken, EncryptKey: hookKey, BadSignature: true},
@@ -76,7 +77,7 @@ func TestWebhook(t *testing.T) {
 	if a := post(t, f, wh, ev); a.Status != http.StatusOK || !strings.Contains(string(a.Body), "success") {
 		t.Fatalf("event: %d %s", a.Status, a.Body)
 	}
-	if got := nextChat(t, cl, ch); got.MessageID != id || got.Text != "over the webhook" {
+	if got := cl.ExpectAccept(ch); got.MessageID != id || got.Text != "over the webhook" {
 		t.Fatalf("published %+v", got)
 	}
 	if f.Connected(testApp) || f.Calls("endpoint") != 0 {
@@ -85,7 +86,7 @@ func TestWebhook(t *testing.T) {
 	if a := post(t, f, wh, ev); a.Status != http.StatusOK {
 		t.Fatalf("re-push: %d %s", a.Status, a.Body)
 	}
-	if ack := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "w1", Text: "answered"}); ack.Status != protocol.AckAccepted {
+	if ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "w1", Text: "answered"}); ack.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", ack)
 	}
 	if s := f.Sent(testChat); len(s) != 1 || s[0].Text() != "answered" {
@@ -94,13 +95,13 @@ func TestWebhook(t *testing.T) {
 
 	// Restart on the same data: the re-pushed event stays published once.
 	cl.Close()
-	cn.stop()
+	cn.Stop()
 	cn = startConn(t, data, api, addr, webhookMode(hookToken, hookKey))
-	cl = cn.dial(t)
+	cl = cn.Dial(t)
 	if _, err := cl.Open(ctx, ch); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the channel is restored", func() bool {
+	e2e.Eventually(t, "the channel is restored", func() bool {
 		c, err := cn.c.Server().Channel(ch)
 		return err == nil && c.Authenticated()
 	})
@@ -111,7 +112,7 @@ func TestWebhook(t *testing.T) {
 	if a := post(t, f, wh, ev2); a.Status != http.StatusOK {
 		t.Fatalf("event: %d %s", a.Status, a.Body)
 	}
-	if got := nextChat(t, cl, ch); got.MessageID != id2 {
+	if got := cl.ExpectAccept(ch); got.MessageID != id2 {
 		t.Fatalf("after the restart, published %+v (want only %s)", got, id2)
 	}
 }
@@ -122,13 +123,13 @@ func TestWebhook(t *testing.T) {
 func TestWebhookPlain(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", webhookMode("", ""))
-	wh := feishutest.Webhook{URL: cn.base + WebhookPath}
+	wh := feishutest.Webhook{URL: cn.URL + WebhookPath}
 	other, _ := f.MessageEvent(feishutest.Message{AppID: "cli_nobodybound0000", ChatID: testChat, Content: map[string]string{"text": "x"}})
 	if a := post(t, f, wh, other); a.Status != http.StatusOK {
 		t.Fatalf("unbound app: %d %s", a.Status, a.Body)
 	}
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowApp, login)
 	ev, id := f.MessageEvent(feishutest.Message{AppID: testApp, ChatID: testChat, Content: map[string]string{"text": "plain"}})
 	if a := post(t, f, feishutest.Webhook{URL: wh.URL, EncryptKey: "k"}, ev); a.Status != http.StatusBadRequest {
 		t.Fatalf("encrypted without a key: %d %s", a.Status, a.Body)
@@ -136,7 +137,7 @@ func TestWebhookPlain(t *testing.T) {
 	if a := post(t, f, wh, ev); a.Status != http.StatusOK {
 		t.Fatalf("event: %d %s", a.Status, a.Body)
 	}
-	if got := nextChat(t, cl, ch); got.MessageID != id {
+	if got := cl.ExpectAccept(ch); got.MessageID != id {
 		t.Fatalf("published %+v", got)
 	}
 }

@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/connector/connectortest/e2e"
 	"github.com/xconn/xconn/protocol"
 )
 
 // nextStatus waits for the next Descriptor push of ch with status want.
-func nextStatus(t *testing.T, cl *connectortest.Client, ch string, want protocol.ConnectionStatus) {
+func nextStatus(t *testing.T, cl *e2e.Client, ch string, want protocol.ConnectionStatus) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -27,20 +27,20 @@ func nextStatus(t *testing.T, cl *connectortest.Client, ch string, want protocol
 func TestPollerHealthIsChannelStatus(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, login)
 	nextStatus(t, cl, ch, protocol.StatusConnected) // the sign-in's push
-	eventually(t, "polling", func() bool { return f.Calls(testToken, "getUpdates") > 0 })
+	e2e.Eventually(t, "polling", func() bool { return f.Calls(testToken, "getUpdates") > 0 })
 	f.FailNext(testToken, "getUpdates", 502, "Bad Gateway", 0)
 	nextStatus(t, cl, ch, protocol.StatusDegraded)
 	nextStatus(t, cl, ch, protocol.StatusConnected)
 
 	f.Revoke(testToken)
 	nextStatus(t, cl, ch, protocol.StatusRevoked)
-	eventually(t, "the poller parked", func() bool {
-		return strings.Contains(cn.logs.String(), "not restarting")
+	e2e.Eventually(t, "the poller parked", func() bool {
+		return strings.Contains(cn.Logs.String(), "not restarting")
 	})
-	if strings.Contains(cn.logs.String(), "restarting retry_in") && strings.Count(cn.logs.String(), "restarting retry_in") > 1 {
-		t.Errorf("the poller restarted more than once (the 502 only):\n%s", cn.logs.String())
+	if strings.Contains(cn.Logs.String(), "restarting retry_in") && strings.Count(cn.Logs.String(), "restarting retry_in") > 1 {
+		t.Errorf("the poller restarted more than once (the 502 only):\n%s", cn.Logs.String())
 	}
 }

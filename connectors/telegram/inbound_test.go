@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xconn/xconn/connector/connectortest/e2e"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -37,8 +38,8 @@ func TestInboundExactlyOnceAcrossRestart(t *testing.T) {
 	f.SendText(testToken, testChat, "written before the sign-in")
 	time.Sleep(1100 * time.Millisecond) // Telegram dates have one-second resolution
 	cn := startConn(t, dir, api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, login)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*wait)
 	defer cancel()
 
@@ -49,7 +50,7 @@ func TestInboundExactlyOnceAcrossRestart(t *testing.T) {
 
 	m1, err := cl.ExpectMessage(ctx, ch, wait)
 	if err != nil {
-		t.Fatalf("%v\nlogs:\n%s", err, cn.logs.String())
+		t.Fatalf("%v\nlogs:\n%s", err, cn.Logs.String())
 	}
 	if m1.Text != "hello bot" || m1.MessageID != fmt.Sprintf("tg-%d-%d", testChat, textID) || len(m1.Files) != 0 {
 		t.Fatalf("first message %+v", m1.ChatMessagePayload)
@@ -60,7 +61,7 @@ func TestInboundExactlyOnceAcrossRestart(t *testing.T) {
 	}
 	m2, err := cl.ExpectMessage(ctx, ch, wait)
 	if err != nil {
-		t.Fatalf("%v\nlogs:\n%s", err, cn.logs.String())
+		t.Fatalf("%v\nlogs:\n%s", err, cn.Logs.String())
 	}
 	if m2.Text != "a picture" || m2.MessageID != fmt.Sprintf("tg-%d-%d", testChat, photoID) || len(m2.Files) != 1 {
 		t.Fatalf("photo message %+v", m2.ChatMessagePayload)
@@ -68,7 +69,7 @@ func TestInboundExactlyOnceAcrossRestart(t *testing.T) {
 	if file := m2.Files[0]; file.Type != protocol.FileImage || file.MimeType != "image/png" || file.DownloadURL == "" {
 		t.Fatalf("photo file %+v", file)
 	}
-	if got := cn.fetch(t, m2.Files[0].DownloadURL); !bytes.Equal(got, pic) {
+	if got := cl.Fetch(m2.Files[0].DownloadURL); !bytes.Equal(got, pic) {
 		t.Fatalf("download_url served %d bytes, want the photo's %d", len(got), len(pic))
 	}
 	// Nothing else: not the other chat's message, not the earlier one.
@@ -77,9 +78,9 @@ func TestInboundExactlyOnceAcrossRestart(t *testing.T) {
 	}
 
 	cl.Close()
-	cn.stop()
+	cn.Stop()
 	cn = startConn(t, dir, api, "127.0.0.1:0", nil)
-	cl = cn.dial(t)
+	cl = cn.Dial(t)
 	if _, err := cl.Open(ctx, ch); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestInboundExactlyOnceAcrossRestart(t *testing.T) {
 	if again.MessageID != m2.MessageID || len(again.Files) != 1 {
 		t.Fatalf("after the restart got %+v, want the unacknowledged photo", again.ChatMessagePayload)
 	}
-	if got := cn.fetch(t, again.Files[0].DownloadURL); !bytes.Equal(got, pic) {
+	if got := cl.Fetch(again.Files[0].DownloadURL); !bytes.Equal(got, pic) {
 		t.Fatal("the photo is gone after the restart")
 	}
 	if err := cl.Ack(ctx, again, protocol.AckAccepted); err != nil {
@@ -109,7 +110,7 @@ func TestInboundExactlyOnceAcrossRestart(t *testing.T) {
 	if m, err := cl.ExpectMessage(ctx, ch, 700*time.Millisecond); err == nil {
 		t.Fatalf("replayed %+v", m.ChatMessagePayload)
 	}
-	eventually(t, "every update confirmed to Telegram", func() bool { return f.Pending(testToken) == 0 })
+	e2e.Eventually(t, "every update confirmed to Telegram", func() bool { return f.Pending(testToken) == 0 })
 	if n := f.MaxPollers(testToken); n != 1 {
 		t.Errorf("%d concurrent getUpdates calls, want 1", n)
 	}
@@ -120,8 +121,8 @@ func TestInboundExactlyOnceAcrossRestart(t *testing.T) {
 func TestInboundFiles(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, login)
 	ctx := t.Context()
 	for _, tc := range []struct {
 		kind, name, mime string
@@ -144,7 +145,7 @@ func TestInboundFiles(t *testing.T) {
 		if tc.name != "" && m.Files[0].Filename != tc.name {
 			t.Errorf("%s: filename %q", tc.kind, m.Files[0].Filename)
 		}
-		if got := cn.fetch(t, m.Files[0].DownloadURL); !bytes.Equal(got, data) {
+		if got := cl.Fetch(m.Files[0].DownloadURL); !bytes.Equal(got, data) {
 			t.Errorf("%s: bytes %q", tc.kind, got)
 		}
 		cl.Ack(ctx, m, protocol.AckAccepted)

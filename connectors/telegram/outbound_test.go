@@ -8,6 +8,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/connector/connectortest/e2e"
 	"github.com/xconn/xconn/connectors/telegram/telegramtest"
 	"github.com/xconn/xconn/protocol"
 )
@@ -39,10 +40,10 @@ func texts(sent []telegramtest.Sent) []string {
 func TestOutboundFinal(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, login)
 	text := longText(9000)
-	if a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "asst-1", Text: text}); a.Status != protocol.AckAccepted {
+	if a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "asst-1", Text: text}); a.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", a)
 	}
 	sent := f.Sent(testChat)
@@ -57,7 +58,7 @@ func TestOutboundFinal(t *testing.T) {
 	if got := strings.Join(texts(sent), ""); got != text {
 		t.Fatalf("parts do not add up to the text (%d vs %d runes)", len([]rune(got)), len([]rune(text)))
 	}
-	if a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "asst-1", Text: text}); a.Status != protocol.AckDuplicate {
+	if a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "asst-1", Text: text}); a.Status != protocol.AckDuplicate {
 		t.Fatalf("second ack %+v, want duplicate", a)
 	}
 	if n := len(f.Sent(testChat)); n != 3 {
@@ -71,18 +72,18 @@ func TestOutboundFinal(t *testing.T) {
 func TestOutboundPartsIdempotent(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, login)
 	text := longText(9000)
 	f.FailCall(testToken, "sendMessage", 2, 502, "Bad Gateway", 0)
-	a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "asst-2", Text: text})
+	a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "asst-2", Text: text})
 	if a.Status != protocol.AckRejected || a.Retryable == nil || !*a.Retryable || a.Code != string(protocol.CodeTargetDeliveryFailed) {
 		t.Fatalf("ack %+v, want rejected retryable target_delivery_failed", a)
 	}
 	if n := len(f.Sent(testChat)); n != 1 {
 		t.Fatalf("%d messages after the failure, want 1", n)
 	}
-	if a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "asst-2", Text: text}); a.Status != protocol.AckAccepted {
+	if a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "asst-2", Text: text}); a.Status != protocol.AckAccepted {
 		t.Fatalf("retry ack %+v", a)
 	}
 	sent := f.Sent(testChat)
@@ -96,10 +97,10 @@ func TestOutboundPartsIdempotent(t *testing.T) {
 func TestOutboundRefused(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, login)
 	f.FailNext(testToken, "sendMessage", 403, "Forbidden: bot was blocked by the user "+testToken, 0)
-	a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "asst-3", Text: "hi"})
+	a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "asst-3", Text: "hi"})
 	if a.Status != protocol.AckRejected || a.Retryable == nil || *a.Retryable || !strings.Contains(a.Message, "bot was blocked") {
 		t.Fatalf("ack %+v, want rejected, not retryable, naming the refusal", a)
 	}
@@ -113,12 +114,12 @@ func TestOutboundRefused(t *testing.T) {
 func TestOutboundFiles(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, login)
 	pic, pdf := testPNG(t), []byte("%PDF-1.4 fake")
-	img := cn.upload(t, ch, "chart.png", "image/png", pic)
-	doc := cn.upload(t, ch, "report.pdf", "application/pdf", pdf)
-	a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "asst-4", Text: "here you are",
+	img := cl.Put(ch, "chart.png", "image/png", pic)
+	doc := cl.Put(ch, "report.pdf", "application/pdf", pdf)
+	a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "asst-4", Text: "here you are",
 		Files: []protocol.ChatFile{{Type: protocol.FileImage, FileRef: img}, {Type: protocol.FileFile, FileRef: doc}}})
 	if a.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", a)
@@ -147,16 +148,16 @@ func TestOutboundDelta(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f, api := newFake(t)
 			cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", func(o *Options) { o.EditInterval = tc.interval })
-			cl := cn.dial(t)
-			ch, _ := signIn(t, cl, login)
+			cl := cn.Dial(t)
+			ch, _ := cl.SignIn(FlowBot, login)
 			for i, part := range []string{"Hel", "lo, ", "wor"} {
-				send(t, cl, protocol.TypeChatMessageDelta, ch, protocol.ChatDeltaPayload{MessageID: "asst-5", Sequence: int64(i + 1), Text: part})
+				cl.Delta(ch, "asst-5", int64(i+1), part)
 				if i == 0 {
 					waitSent(t, f, testChat, "the first delta posted", func(s []telegramtest.Sent) bool { return len(s) == 1 })
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			if a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "asst-5", Text: "Hello, world!"}); a.Status != protocol.AckAccepted {
+			if a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "asst-5", Text: "Hello, world!"}); a.Status != protocol.AckAccepted {
 				t.Fatalf("ack %+v", a)
 			}
 			sent := f.Sent(testChat)
@@ -173,26 +174,26 @@ func TestOutboundDelta(t *testing.T) {
 func TestOutboundDeltaEditFails(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", func(o *Options) { o.EditInterval = time.Millisecond })
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, login)
 	f.FailNext(testToken, "editMessageText", 429, "Too Many Requests: retry after 30", 30)
-	send(t, cl, protocol.TypeChatMessageDelta, ch, protocol.ChatDeltaPayload{MessageID: "a6", Sequence: 1, Text: "one "})
+	cl.Delta(ch, "a6", 1, "one ")
 	waitSent(t, f, testChat, "first delta", func(s []telegramtest.Sent) bool { return len(s) == 1 })
 	for i, p := range []string{"two ", "three "} {
-		send(t, cl, protocol.TypeChatMessageDelta, ch, protocol.ChatDeltaPayload{MessageID: "a6", Sequence: int64(i + 2), Text: p})
+		cl.Delta(ch, "a6", int64(i+2), p)
 		time.Sleep(30 * time.Millisecond)
 	}
-	if a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "a6", Text: "one two three four"}); a.Status != protocol.AckAccepted {
+	if a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "a6", Text: "one two three four"}); a.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", a)
 	}
 	if sent := f.Sent(testChat); len(sent) != 1 || sent[0].Text != "one two three four" || len(sent[0].Edits) != 1 {
 		t.Fatalf("after a failed edit: %+v", sent)
 	}
 
-	send(t, cl, protocol.TypeChatMessageDelta, ch, protocol.ChatDeltaPayload{MessageID: "a7", Sequence: 1, Text: "gone"})
+	cl.Delta(ch, "a7", 1, "gone")
 	waitSent(t, f, testChat, "second stream", func(s []telegramtest.Sent) bool { return len(s) == 2 })
 	f.FailNext(testToken, "editMessageText", 400, "Bad Request: message to edit not found", 0)
-	if a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "a7", Text: "gone, then back"}); a.Status != protocol.AckAccepted {
+	if a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "a7", Text: "gone, then back"}); a.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", a)
 	}
 	if sent := f.Sent(testChat); len(sent) != 3 || sent[2].Text != "gone, then back" {
@@ -206,18 +207,18 @@ func TestOutboundStreamAcrossRestart(t *testing.T) {
 	f, api := newFake(t)
 	dir := t.TempDir()
 	cn := startConn(t, dir, api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
-	send(t, cl, protocol.TypeChatMessageDelta, ch, protocol.ChatDeltaPayload{MessageID: "a8", Sequence: 1, Text: "partial"})
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, login)
+	cl.Delta(ch, "a8", 1, "partial")
 	waitSent(t, f, testChat, "the delta", func(s []telegramtest.Sent) bool { return len(s) == 1 })
 	cl.Close()
-	cn.stop()
+	cn.Stop()
 	cn = startConn(t, dir, api, "127.0.0.1:0", nil)
-	cl = cn.dial(t)
+	cl = cn.Dial(t)
 	if _, err := cl.Open(t.Context(), ch); err != nil {
 		t.Fatal(err)
 	}
-	if a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "a8", Text: "partial, then complete"}); a.Status != protocol.AckAccepted {
+	if a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "a8", Text: "partial, then complete"}); a.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", a)
 	}
 	if sent := f.Sent(testChat); len(sent) != 1 || sent[0].Text != "partial, then complete" {
@@ -231,22 +232,22 @@ func TestOutboundStreamAcrossRestart(t *testing.T) {
 func TestFloodControl(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, login)
 	f.FailNext(testToken, "sendMessage", 429, "Too Many Requests: retry after 1", 1)
 	start := time.Now()
-	if a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "a9", Text: "after a pause"}); a.Status != protocol.AckAccepted {
+	if a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "a9", Text: "after a pause"}); a.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", a)
 	}
 	if d := time.Since(start); d < time.Second {
 		t.Fatalf("accepted after %v: retry_after 1 s not honoured", d)
 	}
 	f.FailNext(testToken, "sendMessage", 429, "Too Many Requests: retry after 30", 30)
-	a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "a10", Text: "later"})
+	a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "a10", Text: "later"})
 	if a.Status != protocol.AckRejected || a.Retryable == nil || !*a.Retryable {
 		t.Fatalf("ack %+v, want rejected retryable", a)
 	}
-	if a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "a10", Text: "later"}); a.Status != protocol.AckAccepted {
+	if a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "a10", Text: "later"}); a.Status != protocol.AckAccepted {
 		t.Fatalf("redelivery ack %+v", a)
 	}
 	if got := texts(f.Sent(testChat)); strings.Join(got, "|") != "after a pause|later" {
@@ -262,12 +263,12 @@ func TestFloodControl(t *testing.T) {
 func TestActivity(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
-	send(t, cl, protocol.TypeChatActivity, ch, protocol.ChatActivityPayload{Status: protocol.ActivityThinking})
-	send(t, cl, protocol.TypeChatActivity, ch, protocol.ChatActivityPayload{Status: protocol.ActivityTool, ToolName: "search"})
-	send(t, cl, protocol.TypeChatActivity, ch, protocol.ChatActivityPayload{Status: protocol.ActivityIdle})
-	eventually(t, "typing", func() bool { return len(f.Actions(testChat)) > 0 })
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, login)
+	cl.Activity(ch, protocol.ActivityThinking, "")
+	cl.Activity(ch, protocol.ActivityTool, "search")
+	cl.Activity(ch, protocol.ActivityIdle, "")
+	e2e.Eventually(t, "typing", func() bool { return len(f.Actions(testChat)) > 0 })
 	time.Sleep(200 * time.Millisecond)
 	if got := f.Actions(testChat); len(got) != 1 || got[0] != "typing" {
 		t.Fatalf("actions %q, want one typing", got)
@@ -282,10 +283,10 @@ func TestActivity(t *testing.T) {
 func TestTool(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
-	ref := cn.upload(t, ch, "notes.txt", "text/plain", []byte("some notes"))
-	res, err := connectortest.Invoke[SendResult](t.Context(), cl, ch, ToolSend, map[string]any{"text": "a reminder", "file": ref})
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, login)
+	ref := cl.Put(ch, "notes.txt", "text/plain", []byte("some notes"))
+	res, err := connectortest.Invoke[SendResult](t.Context(), cl.Client, ch, ToolSend, map[string]any{"text": "a reminder", "file": ref})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +295,7 @@ func TestTool(t *testing.T) {
 		sent[1].Method != "sendDocument" || string(sent[1].File.Data) != "some notes" || res.MessageIDs[1] != sent[1].MessageID {
 		t.Fatalf("result %+v, sent %+v", res, sent)
 	}
-	if _, err := connectortest.Invoke[SendResult](t.Context(), cl, ch, ToolSend, map[string]any{"text": "x", "file": "file_unknown"}); err == nil {
+	if _, err := connectortest.Invoke[SendResult](t.Context(), cl.Client, ch, ToolSend, map[string]any{"text": "x", "file": "file_unknown"}); err == nil {
 		t.Fatal("an unknown upload reference was accepted")
 	}
 }

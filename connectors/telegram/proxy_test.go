@@ -35,9 +35,9 @@ func TestProxy(t *testing.T) {
 	}))
 	defer proxy.Close()
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", func(o *Options) { o.Proxy = proxy.URL })
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
-	if a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "via-proxy", Text: "through the proxy"}); a.Status != protocol.AckAccepted {
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, login)
+	if a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "via-proxy", Text: "through the proxy"}); a.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", a)
 	}
 	if n := len(f.Sent(testChat)); n != 1 {
@@ -47,5 +47,5 @@ func TestProxy(t *testing.T) {
 		t.Fatalf("%d requests through the proxy", proxied.Load())
 	}
 	cl.Close()
-	cn.stop()
+	cn.Stop()
 }

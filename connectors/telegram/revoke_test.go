@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xconn/xconn/connector/connectortest/e2e"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -19,9 +20,9 @@ func TestRevoked(t *testing.T) {
 	f, api := newFake(t)
 	dir := t.TempDir()
 	cn := startConn(t, dir, api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
-	eventually(t, "polling", func() bool { return f.Calls(testToken, "getUpdates") > 0 })
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, login)
+	e2e.Eventually(t, "polling", func() bool { return f.Calls(testToken, "getUpdates") > 0 })
 	f.Revoke(testToken)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -36,21 +37,21 @@ func TestRevoked(t *testing.T) {
 	if strings.Contains(string(push.Payload), testToken) {
 		t.Fatal("token in the Descriptor")
 	}
-	a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "after-revoke", Text: "hi"})
+	a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "after-revoke", Text: "hi"})
 	if a.Status != protocol.AckRejected || a.Retryable == nil || *a.Retryable {
 		t.Fatalf("ack %+v, want rejected, not retryable", a)
 	}
 	cl.Close()
-	cn.stop()
+	cn.Stop()
 
 	cn = startConn(t, dir, api, "127.0.0.1:0", nil)
-	cl = cn.dial(t)
+	cl = cn.Dial(t)
 	ctx2, cancel2 := context.WithTimeout(context.Background(), wait)
 	defer cancel2()
 	start := time.Now()
 	open, err := cl.Open(ctx2, ch)
 	if err != nil {
-		t.Fatalf("after %v: %v\n%s", time.Since(start), err, cn.logs.String())
+		t.Fatalf("after %v: %v\n%s", time.Since(start), err, cn.Logs.String())
 	}
 	if st := open.ConnectionDescriptor.Connection.Status; st != protocol.StatusRevoked && st != protocol.StatusExpired {
 		t.Fatalf("restored channel %s, want revoked (or expired)", st)
@@ -61,10 +62,10 @@ func TestRevoked(t *testing.T) {
 func TestRevokedOnSend(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, login)
 	f.FailNext(testToken, "sendMessage", 401, "Unauthorized", 0)
-	a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "m401", Text: "hi"})
+	a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "m401", Text: "hi"})
 	if a.Status != protocol.AckRejected || a.Retryable == nil || *a.Retryable || a.Code != string(protocol.CodeConnectionNotAuthenticated) {
 		t.Fatalf("ack %+v", a)
 	}
@@ -112,7 +113,7 @@ func TestTransportErrorRedacted(t *testing.T) {
 	}
 
 	cn := startConn(t, t.TempDir(), dead, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	open, err := cl.Open(t.Context(), "")
 	if err != nil {
 		t.Fatal(err)
@@ -136,15 +137,15 @@ func TestRevokedWhileStopped(t *testing.T) {
 	f, api := newFake(t)
 	dir := t.TempDir()
 	cn := startConn(t, dir, api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, login)
 	cl.Close()
-	cn.stop()
+	cn.Stop()
 	f.Revoke(testToken)
 	cn = startConn(t, dir, api, "127.0.0.1:0", nil)
-	cl = cn.dial(t)
+	cl = cn.Dial(t)
 	var st protocol.ConnectionStatus
-	eventually(t, "expired", func() bool {
+	e2e.Eventually(t, "expired", func() bool {
 		open, err := cl.Open(t.Context(), ch)
 		if err != nil {
 			t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 func TestCard(t *testing.T) {
 	_, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	card, err := connectortest.FetchCard(t.Context(), cn.base, "")
+	card, err := connectortest.FetchCard(t.Context(), cn.URL, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +63,8 @@ func TestCard(t *testing.T) {
 func TestSignIn(t *testing.T) {
 	_, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	_, st := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	_, st := cl.SignIn(FlowBot, login)
 	if st.Status != protocol.AuthAuthenticated || st.ConnectionDescriptor == nil {
 		t.Fatalf("state %+v", st)
 	}
@@ -91,7 +91,7 @@ func TestSignInRefused(t *testing.T) {
 	f.AddBot(hooked, telegramtestBot(222, "hooked_bot"))
 	f.SetWebhook(hooked, "https://example.com/hook/s3cr3t")
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
+	cl := cn.Dial(t)
 	for _, tc := range []struct {
 		name  string
 		input map[string]string

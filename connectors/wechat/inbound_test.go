@@ -18,7 +18,7 @@ import (
 // publish anything twice.
 func TestInboundExactlyOnce(t *testing.T) {
 	r := newRig(t, wechattest.Options{}, nil)
-	c := r.client()
+	c := r.Dial(t)
 	ch, _ := r.signIn(c)
 	img := bytes.Repeat([]byte("\x89PNG\r\n\x1a\n image bytes "), 40)
 	doc := []byte("%PDF-1.4 a small pdf body")
@@ -51,7 +51,7 @@ func TestInboundExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	m2 := expect()
-	if len(m2.Files) != 1 || m2.Files[0].Type != protocol.FileImage || !bytes.Equal(r.fetch(m2.Files[0].DownloadURL), img) {
+	if len(m2.Files) != 1 || m2.Files[0].Type != protocol.FileImage || !bytes.Equal(c.Fetch(m2.Files[0].DownloadURL), img) {
 		t.Fatalf("image %+v %q: want the decrypted bytes", m2.Files, m2.Text)
 	}
 	if err := c.Ack(ctx, m2, protocol.AckAccepted); err != nil {
@@ -60,16 +60,15 @@ func TestInboundExactlyOnce(t *testing.T) {
 	inject(wechattest.Inbound{From: "u_b", File: doc, FileName: "q3.pdf", Keys: &hexKeys})
 	inject(wechattest.Inbound{From: "u_b", Voice: voice, Transcript: "call me", Keys: &hexKeys})
 	m3 := expect()
-	if len(m3.Files) != 1 || m3.Files[0].Filename != "q3.pdf" || !bytes.Equal(r.fetch(m3.Files[0].DownloadURL), doc) {
+	if len(m3.Files) != 1 || m3.Files[0].Filename != "q3.pdf" || !bytes.Equal(c.Fetch(m3.Files[0].DownloadURL), doc) {
 		t.Fatalf("file %+v", m3.Files)
 	}
 	// m3 stays unacknowledged, and the voice message behind it in the
 	// outbox, across a restart.
 	time.Sleep(300 * time.Millisecond) // the voice message is read and stored meanwhile
 	c.Close()
-	r.stop()
-	r.start()
-	c = r.client()
+	r.Restart()
+	c = r.Dial(t)
 	if _, err := c.Open(ctx, ch); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +89,7 @@ func TestInboundExactlyOnce(t *testing.T) {
 		t.Fatalf("after the restart got %v, want %s and the voice message once each", got, m3.MessageID)
 	}
 	if voiceMsg.Text != "call me" || len(voiceMsg.Files) != 1 || voiceMsg.Files[0].Type != protocol.FileAudio ||
-		!bytes.Equal(r.fetch(voiceMsg.Files[0].DownloadURL), voice) {
+		!bytes.Equal(c.Fetch(voiceMsg.Files[0].DownloadURL), voice) {
 		t.Fatalf("voice %q %+v", voiceMsg.Text, voiceMsg.Files)
 	}
 	// A new message after the restart arrives once, and nothing else.

@@ -8,25 +8,20 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/connector/connectortest/e2e"
 	"github.com/xconn/xconn/connectors/wechat"
 	"github.com/xconn/xconn/connectors/wechat/wechattest"
 	"github.com/xconn/xconn/protocol"
 )
 
 // inbound injects a text from peer and waits for (and acks) its message.
-func (r *rig) inbound(c *connectortest.Client, ch, peer, text string) wechattest.Message {
+func (r *rig) inbound(c *e2e.Client, ch, peer, text string) wechattest.Message {
 	r.t.Helper()
 	wm, err := r.fake.Inject(wechattest.Inbound{From: peer, Text: text})
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	m, err := c.ExpectMessage(r.t.Context(), ch, wait)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	if err := c.Ack(r.t.Context(), m, protocol.AckAccepted); err != nil {
-		r.t.Fatal(err)
-	}
+	c.ExpectAccept(ch)
 	return wm
 }
 
@@ -35,18 +30,15 @@ func (r *rig) inbound(c *connectortest.Client, ch, peer, text string) wechattest
 // final is a duplicate; activity shows typing, cancelled before sending.
 func TestReplyContextToken(t *testing.T) {
 	r := newRig(t, wechattest.Options{}, nil)
-	c := r.client()
+	c := r.Dial(t)
 	ch, _ := r.signIn(c)
 	r.inbound(c, ch, "u_a", "from a")
 	r.inbound(c, ch, "u_b", "from b 1")
 	b2 := r.inbound(c, ch, "u_b", "from b 2")
 
-	env, _ := connectortest.Packet(protocol.TypeChatActivity, ch, protocol.ChatActivityPayload{Status: protocol.ActivityThinking})
-	if err := c.Send(t.Context(), env); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "typing", func() bool { return len(r.fake.TypingEvents("")) > 0 })
-	if ack := say(t, c, ch, "asst-1", "the answer"); ack.Status != protocol.AckAccepted {
+	c.Activity(ch, protocol.ActivityThinking, "")
+	e2e.Eventually(t, "typing", func() bool { return len(r.fake.TypingEvents("")) > 0 })
+	if ack := say(c, ch, "asst-1", "the answer"); ack.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", ack)
 	}
 	sent := r.fake.Delivered("")
@@ -57,7 +49,7 @@ func TestReplyContextToken(t *testing.T) {
 	if ev[0].Status != 1 || ev[len(ev)-1].Status != 2 || ev[0].User != "u_b" {
 		t.Errorf("typing events %+v: want typing for u_b, then cancel", ev)
 	}
-	if ack := say(t, c, ch, "asst-1", "the answer"); ack.Status != protocol.AckDuplicate || len(r.fake.Sent("")) != 1 {
+	if ack := say(c, ch, "asst-1", "the answer"); ack.Status != protocol.AckDuplicate || len(r.fake.Sent("")) != 1 {
 		t.Fatalf("redelivery: %+v, %d sent", ack, len(r.fake.Sent("")))
 	}
 	r.noViolations()
@@ -68,18 +60,18 @@ func TestReplyContextToken(t *testing.T) {
 // send one item per sendmessage, the text first.
 func TestMediaUpload(t *testing.T) {
 	r := newRig(t, wechattest.Options{}, nil)
-	c := r.client()
+	c := r.Dial(t)
 	ch, _ := r.signIn(c)
 	wm := r.inbound(c, ch, "u_a", "send me the report")
 	pdf := bytes.Repeat([]byte("report "), 300)
 	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{1, 2, 3}, 100)...)
 
-	ref := r.upload(ch, "report.pdf", "application/pdf", pdf)
-	if ack := say(t, c, ch, "asst-f", "here it is", protocol.ChatFile{Type: protocol.FileFile, FileRef: ref}); ack.Status != protocol.AckAccepted {
+	ref := c.Put(ch, "report.pdf", "application/pdf", pdf)
+	if ack := say(c, ch, "asst-f", "here it is", protocol.ChatFile{Type: protocol.FileFile, FileRef: ref}); ack.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", ack)
 	}
-	ref2 := r.upload(ch, "chart.png", "image/png", png)
-	out, err := connectortest.Invoke[wechat.SendResult](t.Context(), c, ch, wechat.ToolSend,
+	ref2 := c.Put(ch, "chart.png", "image/png", png)
+	out, err := connectortest.Invoke[wechat.SendResult](t.Context(), c.Client, ch, wechat.ToolSend,
 		map[string]any{"text": "and a chart", "file": ref2})
 	if err != nil || out.Sent != 2 {
 		t.Fatalf("tool: %+v, %v", out, err)
@@ -110,7 +102,7 @@ func TestMediaUpload(t *testing.T) {
 // scanning again brings the channel back.
 func TestSessionExpired(t *testing.T) {
 	r := newRig(t, wechattest.Options{}, nil)
-	c := r.client()
+	c := r.Dial(t)
 	ch, _ := r.signIn(c)
 	r.inbound(c, ch, "u_a", "hi")
 	if err := r.fake.ExpireSession(""); err != nil {
@@ -131,12 +123,12 @@ func TestSessionExpired(t *testing.T) {
 			t.Fatal("getupdates still polled after -14")
 		}
 	}
-	ack := say(t, c, ch, "asst-x", "late answer")
+	ack := say(c, ch, "asst-x", "late answer")
 	if ack.Status != protocol.AckRejected || ack.Retryable == nil || *ack.Retryable {
 		t.Fatalf("ack %+v, want rejected and not retryable", ack)
 	}
 	// Scanning again signs a new bot in on the same channel.
-	st, err := c.SignInQR(t.Context(), ch, wechat.FlowQR, openURL)
+	st, err := c.SignInQR(t.Context(), ch, wechat.FlowQR, e2e.OpenURL)
 	if err != nil || st.ConnectionDescriptor.Connection.Status != protocol.StatusConnected {
 		t.Fatalf("sign in again: %v %+v %+v", err, st, st.ConnectionDescriptor)
 	}
@@ -147,11 +139,11 @@ func TestSessionExpired(t *testing.T) {
 // second -2 rejects the message as retryable, and the redelivery succeeds.
 func TestPrepareFailed(t *testing.T) {
 	r := newRig(t, wechattest.Options{}, nil)
-	c := r.client()
+	c := r.Dial(t)
 	ch, _ := r.signIn(c)
 	r.inbound(c, ch, "u_a", "hi")
 	r.fake.StaleContext("", true)
-	if ack := say(t, c, ch, "asst-1", "one"); ack.Status != protocol.AckAccepted {
+	if ack := say(c, ch, "asst-1", "one"); ack.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", ack)
 	}
 	sent := r.fake.Sent("")
@@ -160,11 +152,11 @@ func TestPrepareFailed(t *testing.T) {
 	}
 	r.fake.StaleContext("", false)
 	r.fake.FailSends("", -2, -2)
-	ack := say(t, c, ch, "asst-2", "two")
+	ack := say(c, ch, "asst-2", "two")
 	if ack.Status != protocol.AckRejected || ack.Retryable == nil || !*ack.Retryable || ack.Code != string(protocol.CodeTargetDeliveryFailed) {
 		t.Fatalf("ack %+v, want a retryable rejection", ack)
 	}
-	if ack := say(t, c, ch, "asst-2", "two"); ack.Status != protocol.AckAccepted {
+	if ack := say(c, ch, "asst-2", "two"); ack.Status != protocol.AckAccepted {
 		t.Fatalf("redelivery: %+v", ack)
 	}
 	if d := r.fake.Delivered(""); len(d) != 2 || d[1].Text != "two" {
@@ -176,7 +168,7 @@ func TestPrepareFailed(t *testing.T) {
 // the logs, on the wire to xAgent, or in tool results.
 func TestRedaction(t *testing.T) {
 	r := newRig(t, wechattest.Options{}, nil)
-	c := r.client()
+	c := r.Dial(t)
 	ch, _ := r.signIn(c)
 	wm, _ := r.fake.Inject(wechattest.Inbound{From: "u_a", Text: "pic", Image: []byte("image bytes here")})
 	m, err := c.ExpectMessage(t.Context(), ch, wait)
@@ -184,13 +176,13 @@ func TestRedaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Ack(t.Context(), m, protocol.AckAccepted)
-	ref := r.upload(ch, "a.txt", "text/plain", []byte("text file"))
+	ref := c.Put(ch, "a.txt", "text/plain", []byte("text file"))
 	res, err := c.InvokeRaw(t.Context(), ch, wechat.ToolSend, map[string]any{"text": "x", "file": ref}, "call-1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.fake.ExpireSession("")
-	say(t, c, ch, "asst-1", "after expiry")
+	say(c, ch, "asst-1", "after expiry")
 	acct, _ := r.fake.Account("")
 	sent := r.fake.Sent("")
 	secrets := []string{acct.Token, wm.ContextToken, wm.ItemList[1].ImageItem.Media.EncryptQueryParam}
@@ -200,7 +192,7 @@ func TestRedaction(t *testing.T) {
 		}
 	}
 	wire := strings.Join(c.Transcript(), "\n") + string(res)
-	logs := r.logs.String()
+	logs := r.Logs.String()
 	for _, s := range secrets {
 		if s == "" {
 			t.Fatal("a secret to look for is empty")

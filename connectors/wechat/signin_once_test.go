@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xconn/xconn/connector/connectortest/e2e"
 	"github.com/xconn/xconn/connectors/wechat/wechattest"
 )
 
@@ -24,13 +25,12 @@ func countPath(f *wechattest.Server, suffix string) int {
 // a restore checks the stored token once.
 func TestSignInChecksTokenOnce(t *testing.T) {
 	r := newRig(t, wechattest.Options{}, nil)
-	c := r.client()
+	c := r.Dial(t)
 	r.signIn(c)
 	if n := countPath(r.fake, "getconfig"); n != 0 {
 		t.Fatalf("%d getconfig calls for a sign-in iLink has just confirmed, want 0", n)
 	}
 	c.Close()
-	r.stop()
-	r.start()
-	eventually(t, "the restored channel's token checked", func() bool { return countPath(r.fake, "getconfig") == 1 })
+	r.Restart()
+	e2e.Eventually(t, "the restored channel's token checked", func() bool { return countPath(r.fake, "getconfig") == 1 })
 }

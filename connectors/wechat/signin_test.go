@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/connector/connectortest"
+	"github.com/xconn/xconn/connector/connectortest/e2e"
 	"github.com/xconn/xconn/connectors/wechat"
 	"github.com/xconn/xconn/connectors/wechat/wechattest"
 	"github.com/xconn/xconn/protocol"
@@ -18,7 +19,7 @@ import (
 // well-formed requests.
 func TestQRSignIn(t *testing.T) {
 	r := newRig(t, wechattest.Options{}, nil)
-	c := r.client()
+	c := r.Dial(t)
 	_, st := r.signIn(c)
 	acct, err := r.fake.Account("")
 	if err != nil {
@@ -47,14 +48,14 @@ func TestQRExpiryRefresh(t *testing.T) {
 	// the SDK's own code lifetime.
 	r := newRig(t, wechattest.Options{}, func(o *wechat.Options) { o.QRTTL = time.Minute })
 	r.fake.ScriptQR(wechattest.QRExpired)
-	c := r.client()
+	c := r.Dial(t)
 	ch := r.open(c)
 	var opened []string
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	defer cancel()
 	st, err := c.SignInQR(ctx, ch, wechat.FlowQR, func(ctx context.Context, qr string) error {
 		opened = append(opened, qr)
-		return openURL(ctx, qr)
+		return e2e.OpenURL(ctx, qr)
 	})
 	if err != nil || st.Status != protocol.AuthAuthenticated {
 		t.Fatalf("sign-in after a refresh: %v", err)
@@ -67,7 +68,7 @@ func TestQRExpiryRefresh(t *testing.T) {
 		r.fake.ScriptQR(wechattest.QRExpired)
 	}
 	ch2 := r.open(c)
-	_, err = c.SignInQR(ctx, ch2, wechat.FlowQR, openURL)
+	_, err = c.SignInQR(ctx, ch2, wechat.FlowQR, e2e.OpenURL)
 	var se *connectortest.SignInError
 	if !errors.As(err, &se) || se.State.Status != protocol.AuthFailed || !strings.Contains(se.State.Message, "expired") {
 		t.Fatalf("sign-in with codes that always expire: %v, want failed saying so", err)
@@ -83,7 +84,7 @@ func TestQRExpiryRefresh(t *testing.T) {
 func TestQRRedirect(t *testing.T) {
 	r := newRig(t, wechattest.Options{}, nil)
 	r.fake.ScriptQR(wechattest.QRScanned, wechattest.QRScannedRedirect)
-	c := r.client()
+	c := r.Dial(t)
 	_, st := r.signIn(c)
 	if st.Status != protocol.AuthAuthenticated {
 		t.Fatalf("status %s", st.Status)
@@ -95,7 +96,7 @@ func TestQRRedirect(t *testing.T) {
 // with an actionable message.
 func TestQRVerifyCode(t *testing.T) {
 	r := newRig(t, wechattest.Options{}, nil)
-	c := r.client()
+	c := r.Dial(t)
 	for _, tc := range []struct{ status, want string }{
 		{wechattest.QRNeedVerifyCode, "verification number"},
 		{wechattest.QRVerifyCodeBlocked, "too many wrong verification numbers"},
@@ -103,7 +104,7 @@ func TestQRVerifyCode(t *testing.T) {
 		r.fake.ScriptQR(tc.status)
 		ch := r.open(c)
 		ctx, cancel := context.WithTimeout(t.Context(), wait)
-		_, err := c.SignInQR(ctx, ch, wechat.FlowQR, openURL)
+		_, err := c.SignInQR(ctx, ch, wechat.FlowQR, e2e.OpenURL)
 		cancel()
 		var se *connectortest.SignInError
 		if !errors.As(err, &se) || se.State.Status != protocol.AuthFailed || !strings.Contains(se.State.Message, tc.want) ||
@@ -117,7 +118,7 @@ func TestQRVerifyCode(t *testing.T) {
 // token in local_token_list; binded_redirect reuses its binding.
 func TestQRBindedRedirect(t *testing.T) {
 	r := newRig(t, wechattest.Options{}, nil)
-	c := r.client()
+	c := r.Dial(t)
 	ch, _ := r.signIn(c)
 	acct, _ := r.fake.Account("")
 	r.fake.ScriptQR(wechattest.QRBindedRedirect)
