@@ -71,7 +71,7 @@ func TestAssistantSide(t *testing.T) {
 		t.Fatal(err)
 	}
 	pic := []byte("\x89PNG\r\n\x1a\n not really")
-	if err := sch.Publish(ctx, connector.UserMessage{MessageID: "u1", Text: "a picture",
+	if _, err := sch.Publish(ctx, connector.UserMessage{MessageID: "u1", Text: "a picture",
 		Files: []connector.OutgoingFile{{Name: "p.png", MimeType: "image/png", Content: bytes.NewReader(pic)}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,8 @@ import (
 func TestGroupAnswersReplyToTheirMessage(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowApp, login)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	var asked []string
@@ -30,21 +30,23 @@ func TestGroupAnswersReplyToTheirMessage(t *testing.T) {
 		if code, err := f.SendEvent(ctx, testApp, ev, 1); err != nil || code != 200 {
 			t.Fatal(code, err)
 		}
-		if got := nextChat(t, cl, ch); got.MessageID != id {
+		if got := cl.ExpectAccept(ch); got.MessageID != id {
 			t.Fatalf("published %+v, want %s", got, id)
 		}
 		asked = append(asked, id)
 	}
 	for i, d := range []string{"Answer ", "to A"} {
-		send(t, cl, protocol.TypeChatMessageDelta, ch, protocol.ChatDeltaPayload{MessageID: "ans-A", Sequence: int64(i + 1), Text: d, InReplyTo: asked[0]})
+		if err := cl.SendDelta(ctx, ch, protocol.ChatDeltaPayload{MessageID: "ans-A", Sequence: int64(i + 1), Text: d, InReplyTo: asked[0]}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if ack := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "ans-A", Text: "Answer to A.", InReplyTo: asked[0]}); ack.Status != protocol.AckAccepted {
+	if ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "ans-A", Text: "Answer to A.", InReplyTo: asked[0]}); ack.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", ack)
 	}
-	if ack := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "ans-B", Text: "Answer to B.", InReplyTo: asked[1]}); ack.Status != protocol.AckAccepted {
+	if ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "ans-B", Text: "Answer to B.", InReplyTo: asked[1]}); ack.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", ack)
 	}
-	if ack := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "note", Text: "A note."}); ack.Status != protocol.AckAccepted {
+	if ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "note", Text: "A note."}); ack.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", ack)
 	}
 	var got []string
@@ -68,18 +70,18 @@ func TestGroupAnswersReplyToTheirMessage(t *testing.T) {
 func TestStreamEditBudget(t *testing.T) {
 	f, api := newFake(t)
 	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", func(o *Options) { o.EditInterval = time.Millisecond })
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, login)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowApp, login)
 	say(t, f, "hi")
-	nextChat(t, cl, ch)
+	cl.ExpectAccept(ch)
 	for i := range 30 {
-		send(t, cl, protocol.TypeChatMessageDelta, ch, protocol.ChatDeltaPayload{MessageID: "long", Sequence: int64(i + 1), Text: fmt.Sprintf("w%d ", i)})
+		cl.Delta(ch, "long", int64(i+1), fmt.Sprintf("w%d ", i))
 		if i == 0 {
 			waitSent(t, f, testChat, "the stream's message", func(s []feishutest.Sent) bool { return len(s) == 1 })
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if ack := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "long", Text: "the complete answer"}); ack.Status != protocol.AckAccepted {
+	if ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "long", Text: "the complete answer"}); ack.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", ack)
 	}
 	sent := f.Sent(testChat)

@@ -42,13 +42,6 @@ func aliceChat(tb testing.TB, _ string) *e2e.Fake {
 		// getUpdates keeps what Alice writes while the connector is down.
 		SayWhileDown: true,
 		Streams:      true,
-		// The answer streamed again after a crash (the host's agent answers
-		// the redelivered message anew: same message_id, deltas from 1)
-		// posts a new message: onDelta looks up streams in memory only,
-		// not in the durable record onMessage reads, so the message posted
-		// before the crash keeps its partial text. The final is still
-		// posted once.
-		PartialAfterCrash: true,
 		// Two calls, each repeated once: with a tool_call_id
 		// (tool.idempotency) and without context
 		// (tool.idempotency-request-id); each posts once.

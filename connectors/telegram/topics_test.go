@@ -22,8 +22,8 @@ func TestTopicsAnsweredInTheirOwn(t *testing.T) {
 	f.AddChat(telegramtest.Chat{ID: forum, Type: "supergroup", Title: "Team"})
 	dir := t.TempDir()
 	cn := startConn(t, dir, api, "127.0.0.1:0", nil)
-	cl := cn.dial(t)
-	ch, _ := signIn(t, cl, map[string]string{"bot_token": testToken, "chat_id": fmt.Sprint(forum)})
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, map[string]string{"bot_token": testToken, "chat_id": fmt.Sprint(forum)})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
 	defer cancel()
 	time.Sleep(1100 * time.Millisecond) // Telegram dates have one-second resolution
@@ -43,22 +43,24 @@ func TestTopicsAnsweredInTheirOwn(t *testing.T) {
 		}
 		asked = append(asked, m.MessageID)
 	}
-	if a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "ans-9", Text: "answer for topic 9", InReplyTo: asked[1]}); a.Status != protocol.AckAccepted {
+	if a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "ans-9", Text: "answer for topic 9", InReplyTo: asked[1]}); a.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", a)
 	}
-	send(t, cl, protocol.TypeChatMessageDelta, ch, protocol.ChatDeltaPayload{MessageID: "ans-7", Sequence: 1, Text: "answer for", InReplyTo: asked[0]})
+	if err := cl.SendDelta(ctx, ch, protocol.ChatDeltaPayload{MessageID: "ans-7", Sequence: 1, Text: "answer for", InReplyTo: asked[0]}); err != nil {
+		t.Fatal(err)
+	}
 	waitSent(t, f, forum, "the streamed answer", func(s []telegramtest.Sent) bool { return len(s) == 2 })
 	cl.Close()
-	cn.stop()
+	cn.Stop()
 	cn = startConn(t, dir, api, "127.0.0.1:0", nil)
-	cl = cn.dial(t)
+	cl = cn.Dial(t)
 	if _, err := cl.Open(ctx, ch); err != nil {
 		t.Fatal(err)
 	}
-	if a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "ans-7", Text: "answer for topic 7", InReplyTo: asked[0]}); a.Status != protocol.AckAccepted {
+	if a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "ans-7", Text: "answer for topic 7", InReplyTo: asked[0]}); a.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", a)
 	}
-	if a := sendFinal(t, cl, ch, protocol.ChatMessagePayload{MessageID: "note", Text: "a note for everyone"}); a.Status != protocol.AckAccepted {
+	if a := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "note", Text: "a note for everyone"}); a.Status != protocol.AckAccepted {
 		t.Fatalf("ack %+v", a)
 	}
 	var got []string

@@ -17,7 +17,7 @@ import (
 // still goes to the latest sender.
 func TestAnswerGoesToWhoAsked(t *testing.T) {
 	r := newRig(t, wechattest.Options{}, nil)
-	c := r.client()
+	c := r.Dial(t)
 	ch, _ := r.signIn(c)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*wait)
 	defer cancel()
