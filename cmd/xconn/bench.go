@@ -30,7 +30,8 @@ func newBenchCmd() *cobra.Command {
 		Short: "Measure xconn in one process over loopback against raw WebSocket, SQLite and HTTP baselines",
 		Long: `Run the benchmark scenarios of xconn in this process over loopback, each next to
 the baseline it is compared with (raw coder/websocket echo, plain SQLite
-transactions, plain HTTP io.Copy), and print throughput, p50/p99 latency,
+transactions, plain HTTP io.Copy, and RabbitMQ and NATS JetStream carrying
+the chat load when they answer), and print throughput, p50/p99 latency,
 allocations per operation, peak RSS and the ratio to the baseline.
 
 Scenarios: ` + strings.Join(bench.Names(), ", ") + `.
@@ -102,6 +103,8 @@ With default flags the whole run takes under three minutes on two cores.`,
 	f.Int64Var(&cfg.FileSize, "file-size", bench.DefaultFileSize, "bytes moved each way by the files scenario")
 	f.IntSliceVar(&cfg.ChatChannels, "chat-channels", bench.DefaultChatChannels(), "channel counts the inbound and outbound messages are spread over, one row each (comma-separated)")
 	f.StringVar(&cfg.Store, "store", "", "store of inbound and outbound: a postgres://... DSN runs them on PostgreSQL (a schema per side, dropped at the end) next to raw PostgreSQL baselines; default one SQLite file per side")
+	f.StringVar(&cfg.RabbitMQURL, "rabbitmq-url", envOr("XCONN_BENCH_RABBITMQ_URL", bench.DefaultRabbitMQURL), "AMQP URL of the RabbitMQ broker of the baseline/rabbitmq-quorum rows, skipped when it does not answer (env XCONN_BENCH_RABBITMQ_URL)")
+	f.StringVar(&cfg.NATSURL, "nats-url", envOr("XCONN_BENCH_NATS_URL", bench.DefaultNATSURL), "URL of the NATS server (JetStream on) of the baseline/jetstream-file rows, skipped when it does not answer (env XCONN_BENCH_NATS_URL)")
 	f.IntVar(&cfg.FileRuns, "file-runs", bench.DefaultFileRuns, "transfers each way of the files scenario and writes of its disk baseline; the median is reported")
 	f.BoolVar(&cfg.NoPrefault, "no-prefault", false, "do not touch, untimed, the memory the files scenario's transfers will hold before measuring them (on virtual machines that hand freed memory back to the hypervisor, the first write into a page costs a fault that the disk baseline, which rewrites one file, does not pay)")
 	f.IntVar(&cfg.HostChannels, "host-channels", bench.DefaultHostChannels, "channels the channels scenario signs in through the host")

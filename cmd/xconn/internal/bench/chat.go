@@ -69,15 +69,25 @@ func (d *chatDriver) observe(dir protocol.Direction, _ string, env *protocol.Env
 		d.mu.Unlock()
 		return // the message stays pending: its retry is acked later
 	}
-	// Acks are counted over all channels and free a slot of their own
-	// channel (a late or duplicate ack may free one early: run then ends
-	// with messages still unacked, which notes reports).
+	i, ok := d.index[env.ConnectorChannelID]
+	if !ok {
+		i = -1
+	}
+	d.acked(i)
+}
+
+// acked counts one acked message of producer i (-1: a channel the driver
+// does not know) and frees a slot of its channel. Acks are counted over all
+// channels (a late or duplicate ack may free a slot early: run then ends
+// with messages still unacked, which notes reports).
+func (d *chatDriver) acked(i int) {
 	d.acks.Add(1)
-	if i, ok := d.index[env.ConnectorChannelID]; ok {
-		select {
-		case <-d.pending[i]:
-		default:
-		}
+	if i < 0 || i >= len(d.pending) {
+		return
+	}
+	select {
+	case <-d.pending[i]:
+	default:
 	}
 }
 
