@@ -201,3 +201,61 @@ func openBench(b *testing.B, dsn string) *DB {
 	b.Cleanup(func() { db.Close() })
 	return db
 }
+
+// BenchmarkInbox measures the receiver's side of a delivered message: the
+// lookup of its message_id (Inbox.Begin) and the record of it
+// (Inbox.Commit), from benchProducers goroutines over benchChannels
+// channels at once, as the host does under the chat load:
+//
+//	go test -run '^$' -bench Inbox -benchtime 2s ./store/
+func BenchmarkInbox(b *testing.B) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		mk := benchDSNs(b)[backend]
+		b.Run(backend+"/inbox_get_put_parallel", func(b *testing.B) { benchInbox(b, mk(b)) })
+	}
+}
+
+func benchInbox(b *testing.B, dsn string) {
+	db := openBench(b, dsn)
+	ctx := context.Background()
+	in, err := delivery.NewInbox(delivery.InboxOptions{Storage: db, Queue: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var batches0, ops0 int64
+	if db.gc != nil {
+		batches0, ops0 = db.gc.batches.Load(), db.gc.batched.Load()
+	}
+	b.ResetTimer()
+	cpu0 := cpuTime(b)
+	var wg sync.WaitGroup
+	errs := make(chan error, benchProducers)
+	for p := range benchProducers {
+		wg.Go(func() {
+			for i := p; i < b.N; i += benchProducers {
+				ch, id := fmt.Sprint("ch", i%benchChannels), fmt.Sprint("m", i)
+				c := delivery.Content{Text: id}
+				v, err := in.Begin(ctx, ch, id, c)
+				if err == nil && v == delivery.VerdictNew {
+					_, err = in.Commit(ctx, ch, id, c)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	reportRate(b, cpu0)
+	if db.gc != nil {
+		if n := db.gc.batches.Load() - batches0; n > 0 {
+			b.ReportMetric(float64(db.gc.batched.Load()-ops0)/float64(n), "ops/commit")
+		}
+	}
+}

@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
 	"github.com/xconn/xconn/delivery"
-	_ "modernc.org/sqlite" // driver "sqlite"
 )
 
 type dialect int
@@ -138,18 +136,13 @@ func (db *DB) openSQLite(path string) error {
 	if err := prepareSQLiteFiles(path); err != nil {
 		return err
 	}
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(walCheckpointPages)+")")
-	// Statement journals (a multi-row write that may need to undo itself,
-	// like the committer's grouped statements) stay in memory instead of
-	// being written to a temporary file.
-	q.Add("_pragma", "temp_store(MEMORY)")
-	q.Set("_txlock", "immediate")
-	w, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	pragmas := []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)",
+		"wal_autocheckpoint(" + strconv.Itoa(walCheckpointPages) + ")",
+		// Statement journals (a multi-row write that may need to undo
+		// itself, like the committer's grouped statements) stay in memory
+		// instead of being written to a temporary file.
+		"temp_store(MEMORY)"}
+	w, err := openSQLitePool(path, pragmas, true)
 	if err != nil {
 		return fmt.Errorf("store: open sqlite: %w", err)
 	}
@@ -165,8 +158,7 @@ func (db *DB) openSQLite(path string) error {
 		w.Close()
 		return err
 	}
-	q.Add("_pragma", "query_only(1)")
-	r, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	r, err := openSQLitePool(path, append(pragmas, "query_only(1)"), true)
 	if err != nil {
 		w.Close()
 		return fmt.Errorf("store: open sqlite: %w", err)
@@ -175,9 +167,7 @@ func (db *DB) openSQLite(path string) error {
 	// Keep the readers open: a new SQLite connection costs its open, its
 	// pragmas and a fresh prepare of every statement it runs.
 	r.SetMaxIdleConns(db.opts.MaxOpenConns)
-	q.Del("_pragma")
-	q.Add("_pragma", "busy_timeout(10000)")
-	ck, err := startCheckpointer("file:" + path + "?" + q.Encode())
+	ck, err := startCheckpointer(path)
 	if err != nil {
 		w.Close()
 		r.Close()

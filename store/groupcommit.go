@@ -301,7 +301,7 @@ func (c *committer) run(st *gcState, batch []*gcOp) {
 		return
 	}
 	failed := -1
-	if err := c.db.cache.check(context.Background(), tx); err != nil {
+	if err := c.db.cache.check(context.Background(), c.db, tx); err != nil {
 		failed = len(batch) // none failed: every operation runs alone
 	}
 	enqs, fins, inbs := st.enqs[:0], st.fins[:0], st.inbs[:0]
@@ -401,7 +401,7 @@ func (c *committer) runOne(op *gcOp) error {
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	if err := c.db.cache.check(context.Background(), tx); err != nil {
+	if err := c.db.cache.check(context.Background(), c.db, tx); err != nil {
 		tx.Rollback()
 		return err
 	}
