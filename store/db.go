@@ -112,7 +112,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if db.dialect == dialectPostgres {
 		workers = max(1, min(pgCommitWorkers, opts.MaxOpenConns/2))
 	}
-	db.gc = newCommitter(db, opts.GroupCommitMax, opts.GroupCommitDelay, workers)
+	delay := opts.GroupCommitDelay
+	if delay == 0 {
+		delay = DefaultGroupCommitDelay
+		if db.dialect == dialectPostgres {
+			delay = pgGroupCommitDelay
+		}
+	}
+	db.gc = newCommitter(db, opts.GroupCommitMax, delay, workers)
 	return db, nil
 }
 
