@@ -96,38 +96,19 @@ func benchOutbox(b *testing.B, dsn string, producers, window int) {
 	}
 	b.ResetTimer()
 	cpu0 := cpuTime(b)
-	var wg sync.WaitGroup
-	errs := make(chan error, producers)
-	for p := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := p; i < b.N; i += producers {
-				if slots != nil {
-					slots <- struct{}{}
-				}
-				if _, err := ob.Enqueue(ctx, fmt.Sprint("ch", i%benchChannels), fmt.Sprint("m", i), payload); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		b.Fatal(err)
-	}
+	runProducers(b, producers, func(i int) error {
+		if slots != nil {
+			slots <- struct{}{}
+		}
+		_, err := ob.Enqueue(ctx, fmt.Sprint("ch", i%benchChannels), fmt.Sprint("m", i), payload)
+		return err
+	})
 	for range b.N {
 		<-left
 	}
 	b.StopTimer()
 	reportRate(b, cpu0)
-	if db.gc != nil {
-		if n := db.gc.batches.Load() - batches0; n > 0 {
-			b.ReportMetric(float64(db.gc.batched.Load()-ops0)/float64(n), "ops/commit")
-		}
-	}
+	reportOpsPerCommit(b, db, batches0, ops0)
 	cancel()
 	<-done
 }
@@ -228,18 +209,29 @@ func benchInbox(b *testing.B, dsn string) {
 	}
 	b.ResetTimer()
 	cpu0 := cpuTime(b)
+	runProducers(b, benchProducers, func(i int) error {
+		ch, id := fmt.Sprint("ch", i%benchChannels), fmt.Sprint("m", i)
+		c := delivery.Content{Text: id}
+		v, err := in.Begin(ctx, ch, id, c)
+		if err == nil && v == delivery.VerdictNew {
+			_, err = in.Commit(ctx, ch, id, c)
+		}
+		return err
+	})
+	b.StopTimer()
+	reportRate(b, cpu0)
+	reportOpsPerCommit(b, db, batches0, ops0)
+}
+
+// runProducers runs op for i = 0 .. b.N-1 from producers goroutines (i
+// modulo producers each) and fails b with the first error.
+func runProducers(b *testing.B, producers int, op func(i int) error) {
 	var wg sync.WaitGroup
-	errs := make(chan error, benchProducers)
-	for p := range benchProducers {
+	errs := make(chan error, producers)
+	for p := range producers {
 		wg.Go(func() {
-			for i := p; i < b.N; i += benchProducers {
-				ch, id := fmt.Sprint("ch", i%benchChannels), fmt.Sprint("m", i)
-				c := delivery.Content{Text: id}
-				v, err := in.Begin(ctx, ch, id, c)
-				if err == nil && v == delivery.VerdictNew {
-					_, err = in.Commit(ctx, ch, id, c)
-				}
-				if err != nil {
+			for i := p; i < b.N; i += producers {
+				if err := op(i); err != nil {
 					errs <- err
 					return
 				}
@@ -251,11 +243,15 @@ func benchInbox(b *testing.B, dsn string) {
 	if err := <-errs; err != nil {
 		b.Fatal(err)
 	}
-	b.StopTimer()
-	reportRate(b, cpu0)
-	if db.gc != nil {
-		if n := db.gc.batches.Load() - batches0; n > 0 {
-			b.ReportMetric(float64(db.gc.batched.Load()-ops0)/float64(n), "ops/commit")
-		}
+}
+
+// reportOpsPerCommit reports the mean operations per commit of db's group
+// committer since its counters read batches0 and ops0.
+func reportOpsPerCommit(b *testing.B, db *DB, batches0, ops0 int64) {
+	if db.gc == nil {
+		return
+	}
+	if n := db.gc.batches.Load() - batches0; n > 0 {
+		b.ReportMetric(float64(db.gc.batched.Load()-ops0)/float64(n), "ops/commit")
 	}
 }

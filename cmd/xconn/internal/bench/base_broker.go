@@ -57,6 +57,39 @@ type skipError struct{ err error }
 func (e *skipError) Error() string { return e.err.Error() }
 func (e *skipError) Unwrap() error { return e.err }
 
+// broker is one broker baseline: its row name, its durability note and
+// how a session at n channels opens.
+type broker struct {
+	name, fsync string
+	open        func(cfg Config) brokerOpen
+}
+
+// rabbitBroker is the RabbitMQ baseline (base_rabbitmq.go).
+func rabbitBroker() broker {
+	return broker{nameRabbitMQ, rabbitFsync, func(cfg Config) brokerOpen {
+		return func(ctx context.Context, n int, d *chatDriver) (brokerSession, error) {
+			return openRabbit(ctx, cfg.RabbitMQURL, n, d)
+		}
+	}}
+}
+
+// jetStreamBroker is the NATS JetStream baseline (base_jetstream.go).
+func jetStreamBroker() broker {
+	return broker{nameJetStream, jetStreamFsync, func(cfg Config) brokerOpen {
+		return func(ctx context.Context, n int, d *chatDriver) (brokerSession, error) {
+			return openJetStream(ctx, cfg.NATSURL, n, d)
+		}
+	}}
+}
+
+// scenario returns the registry's run function of b: the chat load at
+// every chat channel count (skipped when the broker does not answer).
+func (b broker) scenario() func(ctx context.Context, cfg Config, _ *env) ([]Result, error) {
+	return func(ctx context.Context, cfg Config, _ *env) ([]Result, error) {
+		return runBrokerRows(ctx, cfg, b.name, b.fsync, cfg.ChatChannels, chatPendingPerChannel, b.open(cfg))
+	}
+}
+
 // runBrokerRows measures the broker baseline name at every chat channel
 // count with window unacked messages per channel: one row per count, or one
 // skipped row when the broker does not answer.

@@ -16,16 +16,6 @@ import (
 // to its figures.
 const jetStreamFsync = "file storage, server default sync_interval (2 min): a publish is acked once written to the stream's file, fsync in the background; survives a crash of the server process, not of the machine"
 
-// runJetStream measures the NATS JetStream baseline at every chat channel
-// count (skipped when the server at Config.NATSURL does not answer or has
-// JetStream off).
-func runJetStream(ctx context.Context, cfg Config, _ *env) ([]Result, error) {
-	return runBrokerRows(ctx, cfg, nameJetStream, jetStreamFsync, cfg.ChatChannels, chatPendingPerChannel,
-		func(ctx context.Context, n int, d *chatDriver) (brokerSession, error) {
-			return openJetStream(ctx, cfg.NATSURL, n, d)
-		})
-}
-
 // jsSession is the JetStream baseline at one channel count: one stream
 // with file storage and work-queue retention, a subject per chat channel,
 // publishes that wait for the stream's ack, and one pull consumer with

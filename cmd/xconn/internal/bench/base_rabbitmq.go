@@ -14,15 +14,6 @@ import (
 // its figures.
 const rabbitFsync = "quorum queue: a publish is confirmed after the Raft log (WAL) holding it is fsynced on the node's majority (here one node)"
 
-// runRabbitMQ measures the RabbitMQ baseline at every chat channel count
-// (skipped when the broker at Config.RabbitMQURL does not answer).
-func runRabbitMQ(ctx context.Context, cfg Config, _ *env) ([]Result, error) {
-	return runBrokerRows(ctx, cfg, nameRabbitMQ, rabbitFsync, cfg.ChatChannels, chatPendingPerChannel,
-		func(ctx context.Context, n int, d *chatDriver) (brokerSession, error) {
-			return openRabbit(ctx, cfg.RabbitMQURL, n, d)
-		})
-}
-
 // rabbitSession is the RabbitMQ baseline at one channel count: one quorum
 // queue for every chat channel (one FIFO queue with one consumer keeps
 // each channel's order; a queue per channel measured half the rate here,

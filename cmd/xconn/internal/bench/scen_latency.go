@@ -22,17 +22,10 @@ const (
 func runLatency(ctx context.Context, cfg Config, e *env) ([]Result, error) {
 	var out []Result
 	for _, b := range []struct {
-		name, fsync string
-		open        func(ctx context.Context, n int, d *chatDriver) (brokerSession, error)
-	}{
-		{nameRabbitLatency, rabbitFsync, func(ctx context.Context, n int, d *chatDriver) (brokerSession, error) {
-			return openRabbit(ctx, cfg.RabbitMQURL, n, d)
-		}},
-		{nameJSLatency, jetStreamFsync, func(ctx context.Context, n int, d *chatDriver) (brokerSession, error) {
-			return openJetStream(ctx, cfg.NATSURL, n, d)
-		}},
-	} {
-		res, err := runBrokerAt(ctx, cfg, b.name, 1, 1, b.open)
+		name string
+		broker
+	}{{nameRabbitLatency, rabbitBroker()}, {nameJSLatency, jetStreamBroker()}} {
+		res, err := runBrokerAt(ctx, cfg, b.name, 1, 1, b.open(cfg))
 		if se, ok := err.(*skipError); ok {
 			out = append(out, Result{Name: b.name, Skipped: se.Error()})
 			continue
