@@ -143,7 +143,11 @@ func runBrokerAt(ctx context.Context, cfg Config, name string, n, window int, op
 		res.Extra = append(res.Extra, Metric{Name: "client_cpu_per_msg", Value: round2(float64(cpu1-cpu0) / float64(m.ops) / 1e3),
 			Unit: "µs (this process: the broker clients; the broker's own CPU is not counted)"})
 	}
-	res.Extra = append(res.Extra, m.notes()...)
+	for _, n := range m.notes() {
+		if n.Name != "chat_message_packets_on_wire" { // xconn's packets: none here
+			res.Extra = append(res.Extra, n)
+		}
+	}
 	return res, nil
 }
 
