@@ -97,7 +97,7 @@ func runBrokerRows(ctx context.Context, cfg Config, name, fsync string, counts [
 	var out []Result
 	for _, n := range counts {
 		row := name + "/" + strconv.Itoa(n)
-		res, err := runBrokerAt(ctx, cfg, row, n, window, open)
+		res, err := runBrokerAt(ctx, cfg, row, chatLoad{channels: n, window: window}, open)
 		if se, ok := err.(*skipError); ok {
 			// The broker is not there: one skipped row says why, and the
 			// other counts would say the same.
@@ -114,8 +114,9 @@ func runBrokerRows(ctx context.Context, cfg Config, name, fsync string, counts [
 
 // runBrokerAt runs the warm-up and the measurement of one broker baseline
 // row.
-func runBrokerAt(ctx context.Context, cfg Config, name string, n, window int, open brokerOpen) (Result, error) {
-	d := newChatDriver(0, window)
+func runBrokerAt(ctx context.Context, cfg Config, name string, l chatLoad, open brokerOpen) (Result, error) {
+	n := l.channels
+	d := newChatDriver(0, l)
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = strconv.Itoa(i)

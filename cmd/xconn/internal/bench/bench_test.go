@@ -39,6 +39,7 @@ func TestRunEveryScenario(t *testing.T) {
 	}
 	want := []string{nameWSEcho, "invoke", "invoke-sdk", "ping", "invoke-slow/1", "invoke-slow/2",
 		nameSQLiteSingle, nameSQLiteBatch, "inbound/1", "inbound/2", "outbound/1", "outbound/2", nameLatencyIn, nameLatencyOut,
+		nameLatencyIn + nameBackToBack, nameLatencyOut + nameBackToBack,
 		"channels-sdk", "channels-host", nameHTTPCopy, nameDiskWrite, "files-upload", "files-download"}
 	var got []string
 	brokers := map[string][]string{}
@@ -73,8 +74,8 @@ func TestRunEveryScenario(t *testing.T) {
 	}
 	for _, b := range []string{nameRabbitMQ, nameJetStream} {
 		rows := brokers[b]
-		measured := []string{b + "/1", b + "/2", b + "/latency"}
-		skipped := []string{b, b + "/latency"}
+		measured := []string{b + "/1", b + "/2", b + "/latency", b + "/latency" + nameBackToBack}
+		skipped := []string{b, b + "/latency", b + "/latency" + nameBackToBack}
 		if !slices.Equal(rows, measured) && !slices.Equal(rows, skipped) {
 			t.Errorf("%s rows = %v, want %v or, skipped, %v", b, rows, measured, skipped)
 		}

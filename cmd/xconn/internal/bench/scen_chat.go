@@ -24,7 +24,7 @@ const chatPendingPerChannel = 4
 func runInbound(ctx context.Context, cfg Config, e *env) ([]Result, error) {
 	var out []Result
 	for _, n := range cfg.ChatChannels {
-		res, err := runInboundAt(ctx, cfg, e, n, chatPendingPerChannel, "inbound/"+strconv.Itoa(n))
+		res, err := runInboundAt(ctx, cfg, e, chatLoad{channels: n, window: chatPendingPerChannel}, "inbound/"+strconv.Itoa(n))
 		if err != nil {
 			return out, fmt.Errorf("inbound/%d: %w", n, err)
 		}
@@ -34,15 +34,15 @@ func runInbound(ctx context.Context, cfg Config, e *env) ([]Result, error) {
 	return out, nil
 }
 
-// runInboundAt measures inbound over n channels with window unacked
-// messages per channel, as row name.
-func runInboundAt(ctx context.Context, cfg Config, e *env, n, window int, name string) (Result, error) {
+// runInboundAt measures inbound under load l, as row name.
+func runInboundAt(ctx context.Context, cfg Config, e *env, l chatLoad, name string) (Result, error) {
+	n := l.channels
 	dir, clean, err := scenarioDir(cfg, strings.ReplaceAll(name, "/", "-"))
 	if err != nil {
 		return Result{}, err
 	}
 	defer clean()
-	d := newChatDriver(protocol.ToConnector, window)
+	d := newChatDriver(protocol.ToConnector, l)
 	agent := host.AgentFunc(func(_ context.Context, msg *host.UserMessage, _ host.ReplyStream) error {
 		d.arrived(msg.Text)
 		return nil
@@ -76,7 +76,7 @@ func runInboundAt(ctx context.Context, cfg Config, e *env, n, window int, name s
 func runOutbound(ctx context.Context, cfg Config, e *env) ([]Result, error) {
 	var out []Result
 	for _, n := range cfg.ChatChannels {
-		res, err := runOutboundAt(ctx, cfg, e, n, chatPendingPerChannel, "outbound/"+strconv.Itoa(n))
+		res, err := runOutboundAt(ctx, cfg, e, chatLoad{channels: n, window: chatPendingPerChannel}, "outbound/"+strconv.Itoa(n))
 		if err != nil {
 			return out, fmt.Errorf("outbound/%d: %w", n, err)
 		}
@@ -86,15 +86,15 @@ func runOutbound(ctx context.Context, cfg Config, e *env) ([]Result, error) {
 	return out, nil
 }
 
-// runOutboundAt measures outbound over n channels with window unacked
-// messages per channel, as row name.
-func runOutboundAt(ctx context.Context, cfg Config, e *env, n, window int, name string) (Result, error) {
+// runOutboundAt measures outbound under load l, as row name.
+func runOutboundAt(ctx context.Context, cfg Config, e *env, l chatLoad, name string) (Result, error) {
+	n := l.channels
 	dir, clean, err := scenarioDir(cfg, strings.ReplaceAll(name, "/", "-"))
 	if err != nil {
 		return Result{}, err
 	}
 	defer clean()
-	d := newChatDriver(protocol.ToHost, window)
+	d := newChatDriver(protocol.ToHost, l)
 	onMsg := func(_ context.Context, _ *connector.Channel, m *connector.AssistantMessage) error {
 		d.arrived(m.Text)
 		return nil
