@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/xconn/xconn/store"
 )
 
 // Row names of the baselines.
@@ -113,7 +115,8 @@ func Run(ctx context.Context, cfg Config, names ...string) (*Report, error) {
 			return nil, err
 		}
 	}
-	rep := &Report{Started: time.Now().UTC(), GoMaxProcs: runtime.GOMAXPROCS(0), LoadAvg: []string{loadAvg()}}
+	rep := &Report{Started: time.Now().UTC(), GoMaxProcs: runtime.GOMAXPROCS(0), LoadAvg: []string{loadAvg()},
+		SQLiteEngine: store.SQLiteEngine}
 	e := &env{}
 	for _, s := range all {
 		if !want[s.Name] {

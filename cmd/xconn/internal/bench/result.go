@@ -71,6 +71,8 @@ type Report struct {
 	Command    string    `json:"command,omitempty"`
 	Started    time.Time `json:"started"`
 	GoMaxProcs int       `json:"gomaxprocs"`
+	// SQLiteEngine names the SQLite engine of the build (store.SQLiteEngine).
+	SQLiteEngine string `json:"sqlite_engine"`
 	// LoadAvg is /proc/loadavg at the start and at the end of the run:
 	// other processes on the machine skew every figure.
 	LoadAvg []string `json:"loadavg,omitempty"`
@@ -93,7 +95,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Command != "" {
 		fmt.Fprintf(w, "command: %s\n", r.Command)
 	}
-	fmt.Fprintf(w, "started %s, GOMAXPROCS %d, load average %s\n", r.Started.Format(time.RFC3339), r.GoMaxProcs, strings.Join(r.LoadAvg, " -> "))
+	fmt.Fprintf(w, "started %s, GOMAXPROCS %d, load average %s, SQLite engine %s\n", r.Started.Format(time.RFC3339), r.GoMaxProcs, strings.Join(r.LoadAvg, " -> "), r.SQLiteEngine)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tops\trate\tunit\tp50\tp99\tallocs/op\tB/op\tpeak RSS\tratio\tgoal\tbaseline\t")
 	for _, x := range r.Results {
