@@ -41,6 +41,14 @@ With default flags the whole run takes under three minutes on two cores.`,
 			if !quiet {
 				cfg.Progress = cmd.ErrOrStderr()
 			}
+			for _, e := range []struct {
+				flag, env string
+				v         *string
+			}{{"rabbitmq-url", "XCONN_BENCH_RABBITMQ_URL", &cfg.RabbitMQURL}, {"nats-url", "XCONN_BENCH_NATS_URL", &cfg.NATSURL}} {
+				if v := os.Getenv(e.env); v != "" && !cmd.Flags().Changed(e.flag) {
+					*e.v = v
+				}
+			}
 			if cpuProf != "" {
 				stop, err := startCPUProfile(cpuProf)
 				if err != nil {
@@ -103,8 +111,10 @@ With default flags the whole run takes under three minutes on two cores.`,
 	f.Int64Var(&cfg.FileSize, "file-size", bench.DefaultFileSize, "bytes moved each way by the files scenario")
 	f.IntSliceVar(&cfg.ChatChannels, "chat-channels", bench.DefaultChatChannels(), "channel counts the inbound and outbound messages are spread over, one row each (comma-separated)")
 	f.StringVar(&cfg.Store, "store", "", "store of inbound and outbound: a postgres://... DSN runs them on PostgreSQL (a schema per side, dropped at the end) next to raw PostgreSQL baselines; default one SQLite file per side")
-	f.StringVar(&cfg.RabbitMQURL, "rabbitmq-url", envOr("XCONN_BENCH_RABBITMQ_URL", bench.DefaultRabbitMQURL), "AMQP URL of the RabbitMQ broker of the baseline/rabbitmq-quorum rows, skipped when it does not answer (env XCONN_BENCH_RABBITMQ_URL)")
-	f.StringVar(&cfg.NATSURL, "nats-url", envOr("XCONN_BENCH_NATS_URL", bench.DefaultNATSURL), "URL of the NATS server (JetStream on) of the baseline/jetstream-file rows, skipped when it does not answer (env XCONN_BENCH_NATS_URL)")
+	// The broker URLs may carry a password: the environment's value is
+	// applied after parsing, so that --help never prints it.
+	f.StringVar(&cfg.RabbitMQURL, "rabbitmq-url", bench.DefaultRabbitMQURL, "AMQP URL of the RabbitMQ broker of the baseline/rabbitmq-quorum rows, skipped when it does not answer (env XCONN_BENCH_RABBITMQ_URL)")
+	f.StringVar(&cfg.NATSURL, "nats-url", bench.DefaultNATSURL, "URL of the NATS server (JetStream on) of the baseline/jetstream-file rows, skipped when it does not answer (env XCONN_BENCH_NATS_URL)")
 	f.IntVar(&cfg.FileRuns, "file-runs", bench.DefaultFileRuns, "transfers each way of the files scenario and writes of its disk baseline; the median is reported")
 	f.BoolVar(&cfg.NoPrefault, "no-prefault", false, "do not touch, untimed, the memory the files scenario's transfers will hold before measuring them (on virtual machines that hand freed memory back to the hypervisor, the first write into a page costs a fault that the disk baseline, which rewrites one file, does not pay)")
 	f.IntVar(&cfg.HostChannels, "host-channels", bench.DefaultHostChannels, "channels the channels scenario signs in through the host")
