@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -81,7 +82,7 @@ With default flags the whole run takes under three minutes on two cores.`,
 				}
 				return &exitError{code: 1, err: err}
 			}
-			rep.Command = "xconn " + strings.Join(os.Args[1:], " ")
+			rep.Command = "xconn " + strings.Join(redactArgs(os.Args[1:]), " ")
 			out := cmd.OutOrStdout()
 			if asJSON {
 				err = rep.WriteJSON(out)
@@ -155,4 +156,27 @@ func startMemProfile(path string) (func(), error) {
 		_ = pprof.Lookup("allocs").WriteTo(f, 0)
 		_ = f.Close()
 	}, nil
+}
+
+// redactArgs returns args with the password of every URL replaced (a
+// broker URL or a PostgreSQL DSN given on the command line), for the
+// report's command line.
+func redactArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		name, val, isFlag := strings.Cut(a, "=")
+		if !isFlag || !strings.HasPrefix(name, "-") {
+			name, val = "", a
+		}
+		if u, err := url.Parse(val); err == nil && u.User != nil {
+			if _, ok := u.User.Password(); ok {
+				val = u.Redacted()
+			}
+		}
+		if name != "" {
+			val = name + "=" + val
+		}
+		out[i] = val
+	}
+	return out
 }

@@ -81,3 +81,11 @@ func TestBenchBrokerURLFromEnv(t *testing.T) {
 		t.Errorf("stdout = %s, want the row skipped naming the URL from the environment without its password", stdout.String())
 	}
 }
+
+func TestRedactArgs(t *testing.T) {
+	got := strings.Join(redactArgs([]string{"bench", "--store", "postgres://u:pw@h/db", "--rabbitmq-url=amqp://g:pw2@h/", "--nats-url", "nats://h:4222"}), " ")
+	want := "bench --store postgres://u:xxxxx@h/db --rabbitmq-url=amqp://g:xxxxx@h/ --nats-url nats://h:4222"
+	if got != want {
+		t.Errorf("redactArgs = %q, want %q", got, want)
+	}
+}
