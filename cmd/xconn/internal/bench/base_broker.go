@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -98,7 +99,7 @@ func runBrokerRows(ctx context.Context, cfg Config, name, fsync string, counts [
 	for _, n := range counts {
 		row := name + "/" + strconv.Itoa(n)
 		res, err := runBrokerAt(ctx, cfg, row, chatLoad{channels: n, window: window}, open)
-		if se, ok := err.(*skipError); ok {
+		if se := (*skipError)(nil); errors.As(err, &se) {
 			// The broker is not there: one skipped row says why, and the
 			// other counts would say the same.
 			return append(out, Result{Name: name, Skipped: se.Error()}), nil

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -42,7 +43,7 @@ func runLatency(ctx context.Context, cfg Config, e *env) ([]Result, error) {
 			broker
 		}{{nameRabbitLatency + v.suffix, rabbitBroker()}, {nameJSLatency + v.suffix, jetStreamBroker()}} {
 			res, err := runBrokerAt(ctx, cfg, b.name, l, b.open(cfg))
-			if se, ok := err.(*skipError); ok {
+			if se := (*skipError)(nil); errors.As(err, &se) {
 				out = append(out, Result{Name: b.name, Skipped: se.Error()})
 				continue
 			}
