@@ -157,7 +157,7 @@ func (db *DB) openSQLite(path string) error {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	// The writer switches the file to WAL before readers open.
-	if err := w.Ping(); err != nil {
+	if err := pingSQLite(w); err != nil {
 		w.Close()
 		return fmt.Errorf("store: open sqlite: %w", err)
 	}
@@ -182,6 +182,26 @@ func (db *DB) openSQLite(path string) error {
 	}
 	db.w, db.r, db.ckpt = w, r, ck
 	return nil
+}
+
+// sqliteBusyWait bounds how long Open retries a new file's switch to WAL
+// (the busy timeout of every other wait).
+const sqliteBusyWait = 10 * time.Second
+
+// pingSQLite opens the first connection of pool, retrying while another
+// connection (another process opening the same new file) switches it to
+// WAL: the switch needs an exclusive lock, and SQLite answers SQLITE_BUSY
+// at once instead of waiting for it (TestMigrationsConcurrentOpen failed
+// on it a few times in a hundred).
+func pingSQLite(pool *sql.DB) error {
+	deadline := time.Now().Add(sqliteBusyWait)
+	for d := time.Millisecond; ; d = min(2*d, 100*time.Millisecond) {
+		err := pool.Ping()
+		if err == nil || !isSQLiteBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(d)
+	}
 }
 
 // Close waits for the batched writes in progress, then closes the

@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"net/url"
 
@@ -52,3 +53,10 @@ func (c *cgoConnector) Connect(context.Context) (driver.Conn, error) {
 }
 
 func (c *cgoConnector) Driver() driver.Driver { return &c.d }
+
+// isSQLiteBusy reports whether err is SQLITE_BUSY (or an extended code of
+// it).
+func isSQLiteBusy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.Code == sqlite3.ErrBusy
+}

@@ -4,9 +4,10 @@ package store
 
 import (
 	"database/sql"
+	"errors"
 	"net/url"
 
-	_ "modernc.org/sqlite" // driver "sqlite"
+	"modernc.org/sqlite" // driver "sqlite"
 )
 
 // SQLiteEngine names the SQLite engine this build drives: the pure Go
@@ -26,4 +27,14 @@ func openSQLitePool(path string, pragmas []string, immediate bool) (*sql.DB, err
 		q.Set("_txlock", "immediate")
 	}
 	return sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+}
+
+// sqliteBusy is SQLite's primary result code SQLITE_BUSY.
+const sqliteBusy = 5
+
+// isSQLiteBusy reports whether err is SQLITE_BUSY (or an extended code of
+// it).
+func isSQLiteBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqliteBusy
 }
