@@ -155,6 +155,9 @@ type Outbox struct {
 	// recorded counts the terminal outcomes recorded (Run prunes the
 	// history by it).
 	recorded atomic.Int64
+	// finished remembers the entries finished lately, so that Run does not
+	// trust an Enqueue's head hint taken after its entry was delivered.
+	finished finishedSet
 
 	mu          sync.Mutex
 	lastErr     string

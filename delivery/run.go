@@ -209,6 +209,10 @@ func (l *runLoop) takeKicks() {
 				st.head, st.hasHead = Entry{}, false
 			}
 		} else {
+			if k.hasHead && o.finished.has(finishedKey{k.channel, k.head.MessageID}) {
+				// Delivered before this hint was taken (see finishedSet).
+				k.head, k.hasHead = Entry{}, false
+			}
 			l.queue(k.channel, k.head, k.hasHead)
 		}
 		ks[i] = kick{}
@@ -548,6 +552,10 @@ func (o *Outbox) finish(ctx context.Context, h Entry, oc Outcome, now time.Time,
 		r.known = true
 	} else {
 		ok, err = o.opts.Storage.OutboxFinish(ctx, oc)
+	}
+	if err == nil {
+		// The entry is no longer pending, whoever finished it.
+		o.finished.add(finishedKey{h.Channel, h.MessageID})
 	}
 	switch {
 	case err != nil:

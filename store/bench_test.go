@@ -96,38 +96,19 @@ func benchOutbox(b *testing.B, dsn string, producers, window int) {
 	}
 	b.ResetTimer()
 	cpu0 := cpuTime(b)
-	var wg sync.WaitGroup
-	errs := make(chan error, producers)
-	for p := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := p; i < b.N; i += producers {
-				if slots != nil {
-					slots <- struct{}{}
-				}
-				if _, err := ob.Enqueue(ctx, fmt.Sprint("ch", i%benchChannels), fmt.Sprint("m", i), payload); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		b.Fatal(err)
-	}
+	runProducers(b, producers, func(i int) error {
+		if slots != nil {
+			slots <- struct{}{}
+		}
+		_, err := ob.Enqueue(ctx, fmt.Sprint("ch", i%benchChannels), fmt.Sprint("m", i), payload)
+		return err
+	})
 	for range b.N {
 		<-left
 	}
 	b.StopTimer()
 	reportRate(b, cpu0)
-	if db.gc != nil {
-		if n := db.gc.batches.Load() - batches0; n > 0 {
-			b.ReportMetric(float64(db.gc.batched.Load()-ops0)/float64(n), "ops/commit")
-		}
-	}
+	reportOpsPerCommit(b, db, batches0, ops0)
 	cancel()
 	<-done
 }
@@ -200,4 +181,77 @@ func openBench(b *testing.B, dsn string) *DB {
 	}
 	b.Cleanup(func() { db.Close() })
 	return db
+}
+
+// BenchmarkInbox measures the receiver's side of a delivered message: the
+// lookup of its message_id (Inbox.Begin) and the record of it
+// (Inbox.Commit), from benchProducers goroutines over benchChannels
+// channels at once, as the host does under the chat load:
+//
+//	go test -run '^$' -bench Inbox -benchtime 2s ./store/
+func BenchmarkInbox(b *testing.B) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		mk := benchDSNs(b)[backend]
+		b.Run(backend+"/inbox_get_put_parallel", func(b *testing.B) { benchInbox(b, mk(b)) })
+	}
+}
+
+func benchInbox(b *testing.B, dsn string) {
+	db := openBench(b, dsn)
+	ctx := context.Background()
+	in, err := delivery.NewInbox(delivery.InboxOptions{Storage: db, Queue: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var batches0, ops0 int64
+	if db.gc != nil {
+		batches0, ops0 = db.gc.batches.Load(), db.gc.batched.Load()
+	}
+	b.ResetTimer()
+	cpu0 := cpuTime(b)
+	runProducers(b, benchProducers, func(i int) error {
+		ch, id := fmt.Sprint("ch", i%benchChannels), fmt.Sprint("m", i)
+		c := delivery.Content{Text: id}
+		v, err := in.Begin(ctx, ch, id, c)
+		if err == nil && v == delivery.VerdictNew {
+			_, err = in.Commit(ctx, ch, id, c)
+		}
+		return err
+	})
+	b.StopTimer()
+	reportRate(b, cpu0)
+	reportOpsPerCommit(b, db, batches0, ops0)
+}
+
+// runProducers runs op for i = 0 .. b.N-1 from producers goroutines (i
+// modulo producers each) and fails b with the first error.
+func runProducers(b *testing.B, producers int, op func(i int) error) {
+	var wg sync.WaitGroup
+	errs := make(chan error, producers)
+	for p := range producers {
+		wg.Go(func() {
+			for i := p; i < b.N; i += producers {
+				if err := op(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+}
+
+// reportOpsPerCommit reports the mean operations per commit of db's group
+// committer since its counters read batches0 and ops0.
+func reportOpsPerCommit(b *testing.B, db *DB, batches0, ops0 int64) {
+	if db.gc == nil {
+		return
+	}
+	if n := db.gc.batches.Load() - batches0; n > 0 {
+		b.ReportMetric(float64(db.gc.batched.Load()-ops0)/float64(n), "ops/commit")
+	}
 }

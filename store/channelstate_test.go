@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -345,7 +344,7 @@ func TestMigration4AddsChannelState(t *testing.T) {
 		if !strings.HasPrefix(dsn, "sqlite:") {
 			driver, dir, raw = "pgx", "migrations/postgres", dsn
 		}
-		old, err := sql.Open(driver, raw)
+		old, err := openRaw(driver, raw)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,10 +29,10 @@ type checkpointer struct {
 	err  error
 }
 
-// startCheckpointer opens a connection to dsn and starts the goroutine;
-// stop ends it and closes the connection.
-func startCheckpointer(dsn string) (*checkpointer, error) {
-	db, err := sql.Open("sqlite", dsn)
+// startCheckpointer opens a connection to the SQLite file path and starts
+// the goroutine; stop ends it and closes the connection.
+func startCheckpointer(path string) (*checkpointer, error) {
+	db, err := openSQLitePool(path, []string{"busy_timeout(10000)"}, false)
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite checkpointer: %w", err)
 	}

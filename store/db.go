@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
 	"github.com/xconn/xconn/delivery"
-	_ "modernc.org/sqlite" // driver "sqlite"
 )
 
 type dialect int
@@ -114,7 +112,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if db.dialect == dialectPostgres {
 		workers = max(1, min(pgCommitWorkers, opts.MaxOpenConns/2))
 	}
-	db.gc = newCommitter(db, opts.GroupCommitMax, opts.GroupCommitDelay, workers)
+	delay := opts.GroupCommitDelay
+	if delay == 0 {
+		delay = DefaultGroupCommitDelay
+		if db.dialect == dialectPostgres {
+			delay = pgGroupCommitDelay
+		}
+	}
+	db.gc = newCommitter(db, opts.GroupCommitMax, delay, workers)
 	return db, nil
 }
 
@@ -138,18 +143,13 @@ func (db *DB) openSQLite(path string) error {
 	if err := prepareSQLiteFiles(path); err != nil {
 		return err
 	}
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(walCheckpointPages)+")")
-	// Statement journals (a multi-row write that may need to undo itself,
-	// like the committer's grouped statements) stay in memory instead of
-	// being written to a temporary file.
-	q.Add("_pragma", "temp_store(MEMORY)")
-	q.Set("_txlock", "immediate")
-	w, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	pragmas := []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)",
+		"wal_autocheckpoint(" + strconv.Itoa(walCheckpointPages) + ")",
+		// Statement journals (a multi-row write that may need to undo
+		// itself, like the committer's grouped statements) stay in memory
+		// instead of being written to a temporary file.
+		"temp_store(MEMORY)"}
+	w, err := openSQLitePool(path, pragmas, true)
 	if err != nil {
 		return fmt.Errorf("store: open sqlite: %w", err)
 	}
@@ -157,7 +157,7 @@ func (db *DB) openSQLite(path string) error {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	// The writer switches the file to WAL before readers open.
-	if err := w.Ping(); err != nil {
+	if err := pingSQLite(w); err != nil {
 		w.Close()
 		return fmt.Errorf("store: open sqlite: %w", err)
 	}
@@ -165,8 +165,7 @@ func (db *DB) openSQLite(path string) error {
 		w.Close()
 		return err
 	}
-	q.Add("_pragma", "query_only(1)")
-	r, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	r, err := openSQLitePool(path, append(pragmas, "query_only(1)"), true)
 	if err != nil {
 		w.Close()
 		return fmt.Errorf("store: open sqlite: %w", err)
@@ -175,9 +174,7 @@ func (db *DB) openSQLite(path string) error {
 	// Keep the readers open: a new SQLite connection costs its open, its
 	// pragmas and a fresh prepare of every statement it runs.
 	r.SetMaxIdleConns(db.opts.MaxOpenConns)
-	q.Del("_pragma")
-	q.Add("_pragma", "busy_timeout(10000)")
-	ck, err := startCheckpointer("file:" + path + "?" + q.Encode())
+	ck, err := startCheckpointer(path)
 	if err != nil {
 		w.Close()
 		r.Close()
@@ -185,6 +182,26 @@ func (db *DB) openSQLite(path string) error {
 	}
 	db.w, db.r, db.ckpt = w, r, ck
 	return nil
+}
+
+// sqliteBusyWait bounds how long Open retries a new file's switch to WAL
+// (the busy timeout of every other wait).
+const sqliteBusyWait = 10 * time.Second
+
+// pingSQLite opens the first connection of pool, retrying while another
+// connection (another process opening the same new file) switches it to
+// WAL: the switch needs an exclusive lock, and SQLite answers SQLITE_BUSY
+// at once instead of waiting for it (TestMigrationsConcurrentOpen failed
+// on it a few times in a hundred).
+func pingSQLite(pool *sql.DB) error {
+	deadline := time.Now().Add(sqliteBusyWait)
+	for d := time.Millisecond; ; d = min(2*d, 100*time.Millisecond) {
+		err := pool.Ping()
+		if err == nil || !isSQLiteBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(d)
+	}
 }
 
 // Close waits for the batched writes in progress, then closes the

@@ -2,10 +2,13 @@ package store
 
 import (
 	"context"
-	"github.com/xconn/xconn/store/storetest"
+	"database/sql"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/xconn/xconn/store/storetest"
 
 	"go.uber.org/goleak"
 )
@@ -62,4 +65,14 @@ func openDB(t *testing.T, dsn string, opts Options) *DB {
 // eachDB runs f with a fresh *DB on every backend.
 func eachDB(t *testing.T, opts Options, f func(t *testing.T, db *DB)) {
 	backends(t, func(t *testing.T, dsn string) { f(t, openDB(t, dsn, opts)) })
+}
+
+// openRaw opens a database without the store, as an older release left it:
+// driver "sqlite" (raw "file:PATH", through the engine this build drives)
+// or "pgx".
+func openRaw(driver, raw string) (*sql.DB, error) {
+	if driver == "sqlite" {
+		return openSQLitePool(strings.TrimPrefix(raw, "file:"), nil, false)
+	}
+	return sql.Open(driver, raw)
 }

@@ -25,7 +25,7 @@ type hotStmts struct {
 	obProbe, obLookup, ocLookup, obInsert, obDelete, ocUpsert, obRetry                  hotStmt
 	obHead, obResched, obNew, obChanInfo, obInsertMany, obFinish, ocInsertMany, obHeads hotStmt
 	inInsertMany, inCountMany                                                           hotStmt
-	inInsert, inLookup, inCountUp, inCountSub, inTrim                                   hotStmt
+	inInsert, inLookup, inCountUp, inCountSub, inTrim, dataVersion                      hotStmt
 	// readers
 	rDue, rNext, rHead, rAfter, rPending, rOutcome, rInbox hotStmt
 }
@@ -108,6 +108,7 @@ func (db *DB) prepareHot(ctx context.Context) error {
 		{&h.obDelete, db.w, sqlObDelete}, {&h.ocUpsert, db.w, sqlOcUpsert},
 		{&h.obRetry, db.w, sqlObRetry}, {&h.inInsert, db.w, sqlInInsert}, {&h.inLookup, db.w, sqlInLookup},
 		{&h.inCountUp, db.w, sqlInCountUp}, {&h.inCountSub, db.w, sqlInCountSub}, {&h.inTrim, db.w, sqlInTrim}, {&h.obHead, db.w, sqlHead}, {&h.obResched, db.w, sqlResched},
+		{&h.dataVersion, db.w, "PRAGMA data_version"},
 		{&h.rDue, db.r, sqlDue}, {&h.rNext, db.r, sqlNext}, {&h.rHead, db.r, sqlHead}, {&h.rAfter, db.r, sqlAfter}, {&h.rPending, db.r, sqlPending},
 		{&h.rOutcome, db.r, sqlOcLookup}, {&h.rInbox, db.r, sqlInGet},
 	}
@@ -117,7 +118,7 @@ func (db *DB) prepareHot(ctx context.Context) error {
 			switch p.s {
 			case &h.obProbe:
 				p.s.query = sqlObProbePG
-			case &h.obNew, &h.obChanInfo:
+			case &h.obNew, &h.obChanInfo, &h.dataVersion:
 				p.s.query = "" // SQLite only: PostgreSQL probes, one operation per transaction
 			}
 			continue
@@ -135,7 +136,7 @@ func (db *DB) prepareHot(ctx context.Context) error {
 func (db *DB) closeHot() {
 	h := &db.hot
 	for _, s := range []*hotStmt{&h.obLookup, &h.ocLookup, &h.obProbe, &h.obInsert, &h.obNew, &h.obChanInfo, &h.obDelete, &h.ocUpsert,
-		&h.obRetry, &h.inInsert, &h.inLookup, &h.inCountUp, &h.inCountSub, &h.inTrim, &h.obHead, &h.obResched, &h.rDue, &h.rNext, &h.rHead, &h.rAfter, &h.rPending, &h.rOutcome, &h.rInbox} {
+		&h.obRetry, &h.inInsert, &h.inLookup, &h.inCountUp, &h.inCountSub, &h.inTrim, &h.dataVersion, &h.obHead, &h.obResched, &h.rDue, &h.rNext, &h.rHead, &h.rAfter, &h.rPending, &h.rOutcome, &h.rInbox} {
 		if s.st != nil {
 			s.st.Close()
 			s.st = nil

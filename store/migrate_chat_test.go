@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ func TestMigration3KeepsDeliveryState(t *testing.T) {
 		if !strings.HasPrefix(dsn, "sqlite:") {
 			driver, dir, raw = "pgx", "migrations/postgres", dsn
 		}
-		old, err := sql.Open(driver, raw)
+		old, err := openRaw(driver, raw)
 		if err != nil {
 			t.Fatal(err)
 		}

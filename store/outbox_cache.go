@@ -76,15 +76,16 @@ func (c *outboxCache) forget(queue, channel string) {
 	c.mu.Unlock()
 }
 
-// check reads PRAGMA data_version in tx (the writer's transaction) and
-// drops the cache when another connection has committed since the last
-// check.
-func (c *outboxCache) check(ctx context.Context, tx *sql.Tx) error {
+// check reads PRAGMA data_version in tx (the writer's transaction; the
+// statement prepared once, since every transaction of the committer runs
+// it) and drops the cache when another connection has committed since
+// the last check.
+func (c *outboxCache) check(ctx context.Context, db *DB, tx *sql.Tx) error {
 	if c == nil {
 		return nil
 	}
 	var v int64
-	if err := tx.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+	if err := txRow(ctx, tx, &db.hot.dataVersion).Scan(&v); err != nil {
 		return fmt.Errorf("store: data_version: %w", err)
 	}
 	c.mu.Lock()

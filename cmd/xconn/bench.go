@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -30,7 +31,8 @@ func newBenchCmd() *cobra.Command {
 		Short: "Measure xconn in one process over loopback against raw WebSocket, SQLite and HTTP baselines",
 		Long: `Run the benchmark scenarios of xconn in this process over loopback, each next to
 the baseline it is compared with (raw coder/websocket echo, plain SQLite
-transactions, plain HTTP io.Copy), and print throughput, p50/p99 latency,
+transactions, plain HTTP io.Copy, and RabbitMQ and NATS JetStream carrying
+the chat load when they answer), and print throughput, p50/p99 latency,
 allocations per operation, peak RSS and the ratio to the baseline.
 
 Scenarios: ` + strings.Join(bench.Names(), ", ") + `.
@@ -39,6 +41,14 @@ With default flags the whole run takes under three minutes on two cores.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !quiet {
 				cfg.Progress = cmd.ErrOrStderr()
+			}
+			for _, e := range []struct {
+				flag, env string
+				v         *string
+			}{{"rabbitmq-url", "XCONN_BENCH_RABBITMQ_URL", &cfg.RabbitMQURL}, {"nats-url", "XCONN_BENCH_NATS_URL", &cfg.NATSURL}} {
+				if v := os.Getenv(e.env); v != "" && !cmd.Flags().Changed(e.flag) {
+					*e.v = v
+				}
 			}
 			if cpuProf != "" {
 				stop, err := startCPUProfile(cpuProf)
@@ -72,7 +82,7 @@ With default flags the whole run takes under three minutes on two cores.`,
 				}
 				return &exitError{code: 1, err: err}
 			}
-			rep.Command = "xconn " + strings.Join(os.Args[1:], " ")
+			rep.Command = "xconn " + strings.Join(redactArgs(os.Args[1:]), " ")
 			out := cmd.OutOrStdout()
 			if asJSON {
 				err = rep.WriteJSON(out)
@@ -102,6 +112,10 @@ With default flags the whole run takes under three minutes on two cores.`,
 	f.Int64Var(&cfg.FileSize, "file-size", bench.DefaultFileSize, "bytes moved each way by the files scenario")
 	f.IntSliceVar(&cfg.ChatChannels, "chat-channels", bench.DefaultChatChannels(), "channel counts the inbound and outbound messages are spread over, one row each (comma-separated)")
 	f.StringVar(&cfg.Store, "store", "", "store of inbound and outbound: a postgres://... DSN runs them on PostgreSQL (a schema per side, dropped at the end) next to raw PostgreSQL baselines; default one SQLite file per side")
+	// The broker URLs may carry a password: the environment's value is
+	// applied after parsing, so that --help never prints it.
+	f.StringVar(&cfg.RabbitMQURL, "rabbitmq-url", bench.DefaultRabbitMQURL, "AMQP URL of the RabbitMQ broker of the baseline/rabbitmq-quorum rows, skipped when it does not answer (env XCONN_BENCH_RABBITMQ_URL)")
+	f.StringVar(&cfg.NATSURL, "nats-url", bench.DefaultNATSURL, "URL of the NATS server (JetStream on) of the baseline/jetstream-file rows, skipped when it does not answer (env XCONN_BENCH_NATS_URL)")
 	f.IntVar(&cfg.FileRuns, "file-runs", bench.DefaultFileRuns, "transfers each way of the files scenario and writes of its disk baseline; the median is reported")
 	f.BoolVar(&cfg.NoPrefault, "no-prefault", false, "do not touch, untimed, the memory the files scenario's transfers will hold before measuring them (on virtual machines that hand freed memory back to the hypervisor, the first write into a page costs a fault that the disk baseline, which rewrites one file, does not pay)")
 	f.IntVar(&cfg.HostChannels, "host-channels", bench.DefaultHostChannels, "channels the channels scenario signs in through the host")
@@ -142,4 +156,27 @@ func startMemProfile(path string) (func(), error) {
 		_ = pprof.Lookup("allocs").WriteTo(f, 0)
 		_ = f.Close()
 	}, nil
+}
+
+// redactArgs returns args with the password of every URL replaced (a
+// broker URL or a PostgreSQL DSN given on the command line), for the
+// report's command line.
+func redactArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		name, val, isFlag := strings.Cut(a, "=")
+		if !isFlag || !strings.HasPrefix(name, "-") {
+			name, val = "", a
+		}
+		if u, err := url.Parse(val); err == nil && u.User != nil {
+			if _, ok := u.User.Password(); ok {
+				val = u.Redacted()
+			}
+		}
+		if name != "" {
+			val = name + "=" + val
+		}
+		out[i] = val
+	}
+	return out
 }

@@ -56,3 +56,36 @@ func TestBenchBadValues(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchBrokerURLFromEnv: XCONN_BENCH_RABBITMQ_URL names the broker
+// (here one that does not answer, so the rows are skipped and say where
+// they looked, without the password), and --help never prints the
+// environment's value.
+func TestBenchBrokerURLFromEnv(t *testing.T) {
+	t.Setenv("XCONN_BENCH_RABBITMQ_URL", "amqp://u:s3cret@127.0.0.1:1/")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"bench", "--help"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("--help: exit code %d; stderr: %s", code, stderr.String())
+	}
+	if strings.Contains(stdout.String()+stderr.String(), "s3cret") {
+		t.Errorf("--help prints the environment's broker password:\n%s", stdout.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code := run(context.Background(), []string{"bench", "--quiet", "--scenario", "rabbitmq", "--chat-channels", "1", "--duration", "50ms", "--warmup", "10ms"},
+		strings.NewReader(""), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "skipped: RabbitMQ at amqp://u:xxxxx@127.0.0.1:1/") || strings.Contains(stdout.String(), "s3cret") {
+		t.Errorf("stdout = %s, want the row skipped naming the URL from the environment without its password", stdout.String())
+	}
+}
+
+func TestRedactArgs(t *testing.T) {
+	got := strings.Join(redactArgs([]string{"bench", "--store", "postgres://u:pw@h/db", "--rabbitmq-url=amqp://g:pw2@h/", "--nats-url", "nats://h:4222"}), " ")
+	want := "bench --store postgres://u:xxxxx@h/db --rabbitmq-url=amqp://g:xxxxx@h/ --nats-url nats://h:4222"
+	if got != want {
+		t.Errorf("redactArgs = %q, want %q", got, want)
+	}
+}

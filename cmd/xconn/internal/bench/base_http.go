@@ -59,7 +59,7 @@ func runHTTPCopy(ctx context.Context, cfg Config, _ *env) ([]Result, error) {
 		return nil, err
 	}
 	res := fileResult(nameHTTPCopy, cfg.FileSize, m)
-	res.Extra = fileExtras(cfg, m, nil, 0)
+	res.Extra = fileExtras(cfg, m)
 	return []Result{res}, nil
 }
 

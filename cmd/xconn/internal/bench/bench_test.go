@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -37,11 +38,23 @@ func TestRunEveryScenario(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	want := []string{nameWSEcho, "invoke", "invoke-sdk", "ping", "invoke-slow/1", "invoke-slow/2",
-		nameSQLiteSingle, nameSQLiteBatch, "inbound/1", "inbound/2", "outbound/1", "outbound/2", "channels-sdk", "channels-host",
-		nameHTTPCopy, nameDiskWrite, "files-upload", "files-download"}
+		nameSQLiteSingle, nameSQLiteBatch, "inbound/1", "inbound/2", "outbound/1", "outbound/2", nameLatencyIn, nameLatencyOut,
+		nameLatencyIn + nameBackToBack, nameLatencyOut + nameBackToBack,
+		"channels-sdk", "channels-host", nameHTTPCopy, nameDiskWrite, "files-upload", "files-download"}
 	var got []string
+	brokers := map[string][]string{}
 	for _, r := range rep.Results {
-		got = append(got, r.Name)
+		if b := brokerOf(r.Name); b != "" {
+			// Measured at each channel count and for the latency, or
+			// skipped once per scenario when the broker is not there.
+			brokers[b] = append(brokers[b], r.Name)
+			if r.Skipped != "" {
+				t.Logf("%s skipped: %s", r.Name, r.Skipped)
+				continue
+			}
+		} else {
+			got = append(got, r.Name)
+		}
 		if r.Error != "" {
 			t.Errorf("%s: %s", r.Name, r.Error)
 			continue
@@ -58,6 +71,14 @@ func TestRunEveryScenario(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("rows = %v\nwant %v", got, want)
+	}
+	for _, b := range []string{nameRabbitMQ, nameJetStream} {
+		rows := brokers[b]
+		measured := []string{b + "/1", b + "/2", b + "/latency", b + "/latency" + nameBackToBack}
+		skipped := []string{b, b + "/latency", b + "/latency" + nameBackToBack}
+		if !slices.Equal(rows, measured) && !slices.Equal(rows, skipped) {
+			t.Errorf("%s rows = %v, want %v or, skipped, %v", b, rows, measured, skipped)
+		}
 	}
 	var table bytes.Buffer
 	if err := rep.WriteTable(&table); err != nil {
@@ -98,6 +119,9 @@ func TestChatOnPostgres(t *testing.T) {
 	}
 	var names []string
 	for _, r := range rep.Results {
+		if brokerOf(r.Name) != "" {
+			continue // measured or skipped: TestRunEveryScenario checks them
+		}
 		names = append(names, r.Name)
 		if r.Error != "" {
 			t.Errorf("%s: %s", r.Name, r.Error)
@@ -111,6 +135,59 @@ func TestChatOnPostgres(t *testing.T) {
 	want := []string{nameSQLiteSingle, nameSQLiteBatch, namePGSingle, namePGBatch, "inbound/3", "outbound/3"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("rows = %v, want %v", names, want)
+	}
+}
+
+// brokerOf returns the broker baseline a row belongs to, "" for others.
+func brokerOf(name string) string {
+	for _, b := range []string{nameRabbitMQ, nameJetStream} {
+		if name == b || strings.HasPrefix(name, b+"/") {
+			return b
+		}
+	}
+	return ""
+}
+
+// TestBrokerNotAnsweringIsSkipped: a broker that does not answer yields
+// one skipped row per scenario that says why, and no error; the chat rows
+// then have no ratio to it and say that their goal was not checked.
+func TestBrokerNotAnsweringIsSkipped(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	cfg := tinyConfig(t)
+	cfg.RabbitMQURL, cfg.NATSURL = "amqp://guest:secret@"+addr+"/", "nats://"+addr
+	cfg.ChatChannels = []int{64}
+	cfg.Duration, cfg.Warmup = 50*time.Millisecond, 10*time.Millisecond
+	rep, err := Run(context.Background(), cfg, "inbound")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	out := table.String()
+	for _, want := range []string{nameRabbitMQ + ": skipped: RabbitMQ at amqp://guest:xxxxx@" + addr,
+		nameJetStream + ": skipped: NATS at nats://" + addr,
+		"inbound/64: goal: vs " + nameRabbitMQ + "/64: not checked"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "secret") {
+		t.Errorf("report shows the broker password:\n%s", out)
+	}
+	for _, r := range rep.Results {
+		if r.Error != "" {
+			t.Errorf("%s: error %s", r.Name, r.Error)
+		}
+		if r.Name == "inbound/64" && r.Ratio != 0 {
+			t.Errorf("inbound/64 has a ratio %v to a skipped baseline", r.Ratio)
+		}
 	}
 }
 

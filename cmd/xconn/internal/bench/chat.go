@@ -15,6 +15,15 @@ import (
 // chatTimeout bounds the wait for the last acks of a chat measurement.
 const chatTimeout = 10 * time.Second
 
+// chatLoad is the shape of a chat measurement: channels channels, at most
+// window unacked messages on each, and a pause between a channel's ack and
+// its next message (the latency rows: a user does not post again within
+// microseconds of the previous message's delivery).
+type chatLoad struct {
+	channels, window int
+	pause            time.Duration
+}
+
 // chatDriver pushes durable chat messages with a bounded number pending on
 // each channel, counts the acks seen by a packet observer and records the
 // latency from the send to the receiving handler. Safe for concurrent use
@@ -22,6 +31,7 @@ const chatTimeout = 10 * time.Second
 type chatDriver struct {
 	ackDir     protocol.Direction
 	perChannel int
+	pause      time.Duration
 	// pending holds a token per message of channel i not yet acked, at
 	// most perChannel (set by bind; index is the producer's).
 	pending []chan struct{}
@@ -36,8 +46,8 @@ type chatDriver struct {
 	rejected map[string]int64
 }
 
-func newChatDriver(ackDir protocol.Direction, perChannel int) *chatDriver {
-	return &chatDriver{ackDir: ackDir, perChannel: perChannel}
+func newChatDriver(ackDir protocol.Direction, l chatLoad) *chatDriver {
+	return &chatDriver{ackDir: ackDir, perChannel: l.window, pause: l.pause}
 }
 
 // bind sets the channels the producers send on: producer i sends on
@@ -69,15 +79,25 @@ func (d *chatDriver) observe(dir protocol.Direction, _ string, env *protocol.Env
 		d.mu.Unlock()
 		return // the message stays pending: its retry is acked later
 	}
-	// Acks are counted over all channels and free a slot of their own
-	// channel (a late or duplicate ack may free one early: run then ends
-	// with messages still unacked, which notes reports).
+	i, ok := d.index[env.ConnectorChannelID]
+	if !ok {
+		i = -1
+	}
+	d.acked(i)
+}
+
+// acked counts one acked message of producer i (-1: a channel the driver
+// does not know) and frees a slot of its channel. Acks are counted over all
+// channels (a late or duplicate ack may free a slot early: run then ends
+// with messages still unacked, which notes reports).
+func (d *chatDriver) acked(i int) {
 	d.acks.Add(1)
-	if i, ok := d.index[env.ConnectorChannelID]; ok {
-		select {
-		case <-d.pending[i]:
-		default:
-		}
+	if i < 0 || i >= len(d.pending) {
+		return
+	}
+	select {
+	case <-d.pending[i]:
+	default:
 	}
 }
 
@@ -124,6 +144,9 @@ func (d *chatDriver) run(ctx context.Context, producers int, dur time.Duration,
 				case d.pending[p] <- struct{}{}:
 				case <-wctx.Done():
 					return
+				}
+				if d.pause > 0 {
+					sleep(wctx, d.pause)
 				}
 				key := "m" + strconv.FormatInt(d.seq.Add(1), 10)
 				d.starts.Store(key, time.Now())

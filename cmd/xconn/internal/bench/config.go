@@ -84,6 +84,13 @@ type Config struct {
 	// a schema of its own (created and dropped by the run) and the raw
 	// PostgreSQL baselines run against the same server.
 	Store string
+	// RabbitMQURL is the AMQP URL of the RabbitMQ broker of the
+	// baseline/rabbitmq-quorum rows (default DefaultRabbitMQURL); a broker
+	// that does not answer makes them skipped.
+	RabbitMQURL string
+	// NATSURL is the URL of the NATS server (with JetStream) of the
+	// baseline/jetstream-file rows (default DefaultNATSURL).
+	NATSURL string
 	// FileRuns is the number of transfers each way of the files scenario;
 	// its rows and its disk baseline report the median (default 3).
 	FileRuns int
@@ -145,6 +152,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if len(c.ChatChannels) == 0 {
 		c.ChatChannels = DefaultChatChannels()
+	}
+	if c.RabbitMQURL == "" {
+		c.RabbitMQURL = DefaultRabbitMQURL
+	}
+	if c.NATSURL == "" {
+		c.NATSURL = DefaultNATSURL
 	}
 	if c.FileRuns <= 0 {
 		c.FileRuns = DefaultFileRuns

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/xconn/xconn/store"
 )
 
 // Row names of the baselines.
@@ -56,8 +58,11 @@ func Scenarios() []Scenario {
 		{Name: "invoke-slow", Summary: "20 ms handler, 1/8/64 channels, InFlight in flight, a ping every 10 ms on the same socket", run: runInvokeSlow},
 		{Name: "sqlite", Summary: "baseline: SQLite insert + delete per message, one transaction each, and batched by 64", run: runSQLite},
 		{Name: "postgres", Summary: "baseline (with --store postgres://...): raw PostgreSQL insert + delete per message, one transaction each, and batched by 64", run: runPostgres},
-		{Name: "inbound", Summary: "Channel.Publish -> host Agent -> accepted ack, durable on SQLite (or --store), at each ChatChannels count", Needs: []string{"sqlite", "postgres"}, run: runInbound},
-		{Name: "outbound", Summary: "host ReplyStream.Final -> connector no-op target -> accepted ack, durable on SQLite (or --store), at each ChatChannels count", Needs: []string{"sqlite", "postgres"}, run: runOutbound},
+		{Name: "rabbitmq", Summary: "baseline: RabbitMQ quorum queues, persistent messages, publisher confirms, manual acks, the chat load at each ChatChannels count (skipped when the broker does not answer)", run: rabbitBroker().scenario()},
+		{Name: "jetstream", Summary: "baseline: NATS JetStream, file storage, work-queue retention, explicit acks, the chat load at each ChatChannels count (skipped when the server does not answer)", run: jetStreamBroker().scenario()},
+		{Name: "inbound", Summary: "Channel.Publish -> host Agent -> accepted ack, durable on SQLite (or --store), at each ChatChannels count", Needs: []string{"sqlite", "postgres", "rabbitmq", "jetstream"}, run: runInbound},
+		{Name: "outbound", Summary: "host ReplyStream.Final -> connector no-op target -> accepted ack, durable on SQLite (or --store), at each ChatChannels count", Needs: []string{"sqlite", "postgres", "rabbitmq", "jetstream"}, run: runOutbound},
+		{Name: "latency", Summary: "one channel, one message at a time: p50/p99 from Channel.Publish to the Agent and from ReplyStream.Final to the target, next to the brokers' publish -> consume", run: runLatency},
 		{Name: "channels", Summary: "open Channels channels on one socket; memory per channel; drop the socket and reopen them all", run: runChannels},
 		{Name: "http-copy", Summary: "baseline: plain loopback HTTP io.Copy of FileSize bytes", run: runHTTPCopy},
 		{Name: "disk-write", Summary: "baseline: write FileSize bytes to a file in the run's directory, median of FileRuns", run: runDiskWrite},
@@ -110,7 +115,8 @@ func Run(ctx context.Context, cfg Config, names ...string) (*Report, error) {
 			return nil, err
 		}
 	}
-	rep := &Report{Started: time.Now().UTC(), GoMaxProcs: runtime.GOMAXPROCS(0), LoadAvg: []string{loadAvg()}}
+	rep := &Report{Started: time.Now().UTC(), GoMaxProcs: runtime.GOMAXPROCS(0), LoadAvg: []string{loadAvg()},
+		SQLiteEngine: store.SQLiteEngine}
 	e := &env{}
 	for _, s := range all {
 		if !want[s.Name] {
@@ -137,13 +143,21 @@ func Run(ctx context.Context, cfg Config, names ...string) (*Report, error) {
 	}
 	for i := range e.results {
 		r := &e.results[i]
-		if r.Ratio != 0 || r.Baseline == "" || r.Error != "" {
+		if r.Error != "" {
 			continue
 		}
-		if b, ok := e.find(r.Baseline); ok && b.Rate > 0 {
-			r.Ratio = r.Rate / b.Rate
+		if r.Ratio == 0 && r.Baseline != "" {
+			if b, ok := e.find(r.Baseline); ok && b.Rate > 0 {
+				r.Ratio = r.Rate / b.Rate
+			}
+		}
+		for _, name := range r.Also {
+			if b, ok := e.find(name); ok && b.Rate > 0 {
+				r.Extra = append(r.Extra, Metric{Name: "ratio_vs_" + name, Value: round2(r.Rate / b.Rate), Unit: "x"})
+			}
 		}
 	}
+	checkGoals(e)
 	rep.Results = e.results
 	rep.LoadAvg = append(rep.LoadAvg, loadAvg())
 	return rep, nil

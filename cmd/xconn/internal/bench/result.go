@@ -15,6 +15,9 @@ type Metric struct {
 	Name  string  `json:"name"`
 	Value float64 `json:"value"`
 	Unit  string  `json:"unit"`
+	// Text, when set, is a note printed instead of the value and unit
+	// (a durability level, a goal's verdict).
+	Text string `json:"text,omitempty"`
 }
 
 // Result is one row of the report: a scenario or a baseline. It is a value.
@@ -41,6 +44,9 @@ type Result struct {
 	BytesPerOp  float64 `json:"bytes_per_op"`
 	// PeakRSS is the process's peak resident set during the row's scenario.
 	PeakRSS int64 `json:"peak_rss_bytes"`
+	// Also names further baselines the row is compared with; Run adds a
+	// ratio_vs_<name> figure to Extra for each one that was measured.
+	Also []string `json:"also_compared_with,omitempty"`
 	// Ratio is Rate divided by the baseline's Rate (or by the ideal rate for
 	// invoke-slow); 0 when there is no baseline.
 	Ratio float64 `json:"ratio,omitempty"`
@@ -50,6 +56,13 @@ type Result struct {
 	Extra []Metric `json:"extra,omitempty"`
 	// Error is set when the row could not be measured.
 	Error string `json:"error,omitempty"`
+	// Skipped says why a baseline row was not measured (its broker did
+	// not answer); the rows compared with it have no ratio to it.
+	Skipped string `json:"skipped,omitempty"`
+
+	// checks are the goals that compare the row with other rows (see
+	// checkGoals).
+	checks []goalCheck
 }
 
 // Report is the outcome of one run, owned by the caller of Run. It is not
@@ -58,6 +71,8 @@ type Report struct {
 	Command    string    `json:"command,omitempty"`
 	Started    time.Time `json:"started"`
 	GoMaxProcs int       `json:"gomaxprocs"`
+	// SQLiteEngine names the SQLite engine of the build (store.SQLiteEngine).
+	SQLiteEngine string `json:"sqlite_engine"`
 	// LoadAvg is /proc/loadavg at the start and at the end of the run:
 	// other processes on the machine skew every figure.
 	LoadAvg []string `json:"loadavg,omitempty"`
@@ -80,12 +95,16 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Command != "" {
 		fmt.Fprintf(w, "command: %s\n", r.Command)
 	}
-	fmt.Fprintf(w, "started %s, GOMAXPROCS %d, load average %s\n", r.Started.Format(time.RFC3339), r.GoMaxProcs, strings.Join(r.LoadAvg, " -> "))
+	fmt.Fprintf(w, "started %s, GOMAXPROCS %d, load average %s, SQLite engine %s\n", r.Started.Format(time.RFC3339), r.GoMaxProcs, strings.Join(r.LoadAvg, " -> "), r.SQLiteEngine)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tops\trate\tunit\tp50\tp99\tallocs/op\tB/op\tpeak RSS\tratio\tgoal\tbaseline\t")
 	for _, x := range r.Results {
 		if x.Error != "" {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\tERROR\t\n", x.Name, x.Goal)
+			continue
+		}
+		if x.Skipped != "" {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\tSKIPPED\t\n", x.Name)
 			continue
 		}
 		ratio := "-"
@@ -101,10 +120,17 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	for _, x := range r.Results {
 		for _, m := range x.Extra {
+			if m.Text != "" {
+				fmt.Fprintf(w, "  %s: %s: %s\n", x.Name, m.Name, m.Text)
+				continue
+			}
 			fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("  %s: %s = %s %s", x.Name, m.Name, fmtRate(m.Value), m.Unit), " "))
 		}
 		if x.Error != "" {
 			fmt.Fprintf(w, "  %s: error: %s\n", x.Name, x.Error)
+		}
+		if x.Skipped != "" {
+			fmt.Fprintf(w, "  %s: skipped: %s\n", x.Name, x.Skipped)
 		}
 	}
 	return nil
