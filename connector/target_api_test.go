@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -97,7 +98,13 @@ func TestTargetAPIClient(t *testing.T) {
 // URL (or the public one), proxy, transport, timeout and rate-limit wait
 // go to Server.TargetAPI in New.
 func ExampleServer_TargetAPI() {
-	srv, err := connector.New(connector.Options{DataDir: "unused", Skill: []byte("# Chat\n\nTalk.\n"),
+	dir, err := os.MkdirTemp("", "xconn-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	srv, err := connector.New(connector.Options{DataDir: dir, Skill: []byte("# Chat\n\nTalk.\n"),
 		Identity: connector.Identity{CardID: "im.chat", Name: "Chat", Provider: "chat", TargetType: protocol.TargetIM}})
 	if err != nil {
 		fmt.Println(err)
