@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -111,10 +112,14 @@ func InConversation(userChannelID string) InvokeOption {
 }
 
 // channelArg returns the model's connector_channel_id argument ("" when
-// absent, "" or null) and whether args is a JSON object at all.
+// absent, "" or null) and whether args is a JSON object at all (no
+// arguments, or null, count as the empty object).
 func channelArg(args json.RawMessage) (string, bool, error) {
+	if noArgs(args) {
+		return "", true, nil
+	}
 	var m map[string]json.RawMessage
-	if len(args) == 0 || json.Unmarshal(args, &m) != nil || m == nil {
+	if json.Unmarshal(args, &m) != nil || m == nil {
 		return "", false, nil
 	}
 	raw, ok := m[protocol.ChannelIDArgument]
@@ -132,12 +137,20 @@ func channelArg(args json.RawMessage) (string, bool, error) {
 // withChannelArg returns args (a JSON object) with connector_channel_id
 // set to channelID.
 func withChannelArg(args json.RawMessage, channelID string) (json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(args, &m); err != nil {
-		return nil, err
+	m := map[string]json.RawMessage{}
+	if !noArgs(args) {
+		if err := json.Unmarshal(args, &m); err != nil {
+			return nil, err
+		}
 	}
 	m[protocol.ChannelIDArgument] = json.RawMessage(strconv.Quote(channelID))
 	return json.Marshal(m)
+}
+
+// noArgs reports arguments that are absent or null.
+func noArgs(args json.RawMessage) bool {
+	t := bytes.TrimSpace(args)
+	return len(t) == 0 || string(t) == "null"
 }
 
 // scopeChannel prepares a call made with [InConversation], before its
