@@ -30,6 +30,11 @@ type FunctionDef struct {
 	// uploads that file to the connector and passes the connector's
 	// reference instead. The model never sees the connector's reference.
 	FileArgs []string
+	// ChannelScoped reports that [ScopeFunctions] removed the reserved
+	// connector_channel_id argument from Parameters: the host fills it from
+	// the conversation's channel when the call is made with
+	// [InConversation].
+	ChannelScoped bool
 }
 
 // Result is the outcome of a successful [Host.Invoke].
@@ -67,6 +72,8 @@ type invokeConfig struct {
 	progress func(*protocol.ToolProgressPayload)
 	resolve  func(fileRef string) (OutgoingFile, bool)
 	ucID     string
+	scoped   bool   // InConversation
+	convUC   string // InConversation's user channel
 }
 
 // WithUserChannel runs the call on one of the user's channels, chosen by
@@ -203,10 +210,17 @@ func (h *Host) Invoke(ctx context.Context, userID, sessionID, toolID string, arg
 		return h.invokeBuiltin(ctx, userID, sessionID, toolID, args)
 	}
 	var (
-		uc   store.UserChannel
-		rt   *runtime
-		tool *protocol.Tool
+		uc       store.UserChannel
+		rt       *runtime
+		tool     *protocol.Tool
+		explicit string
+		fill     bool
 	)
+	if cfg.scoped {
+		if explicit, fill, err = h.scopeChannel(ctx, userID, sessionID, toolID, args, &cfg); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.ucID != "" {
 		uc, rt, tool, err = h.resolveChannel(ctx, userID, cfg.ucID, toolID)
 	} else {
@@ -218,9 +232,20 @@ func (h *Host) Invoke(ctx context.Context, userID, sessionID, toolID string, arg
 	if !h.allowed(ctx, userID, sessionID, rt.cardID, tool) {
 		return nil, protocol.Errorf(CodeToolDenied, "tool %q is not allowed for this user or session", toolID)
 	}
+	if explicit != "" && explicit != uc.ChannelID {
+		return nil, scopeMismatch(explicit)
+	}
 	s, r, err := rt.ensureRoute(ctx, uc)
 	if err != nil {
 		return nil, err
+	}
+	if fill && explicit == "" {
+		if args, err = withChannelArg(args, r.channelID); err != nil {
+			return nil, protocol.Errorf(protocol.CodeInvalidArguments, "arguments: %v", err)
+		}
+		if payload, err = invokePayload(toolID, args, sessionID, toolCallID); err != nil {
+			return nil, err
+		}
 	}
 	if proj := rt.projection(tool); len(proj.fileArgs) > 0 {
 		converted, err := h.uploadArgs(ctx, rt, r.channelID, userID, args, proj.fileArgs, &cfg)

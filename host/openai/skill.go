@@ -20,14 +20,15 @@ const maxSkillBytes = 1 << 20
 const skillFetchTimeout = 10 * time.Second
 
 // systemPrompt is the system message of a turn: the configured prompt,
-// the channel the user writes from (tools take its connector_channel_id),
+// the channel the user writes from (its tools run on it; connector_message_send
+// takes its connector_channel_id),
 // then the connector's Skill.
 func (a *Agent) systemPrompt(ctx context.Context, h Host, msg *host.UserMessage) string {
 	cardID := msg.CardID
 	prompt := a.opts.SystemPrompt
 	if msg.ChannelID != "" {
 		prompt += "\n\nThis conversation takes place on the channel with connector_channel_id " + msg.ChannelID +
-			" of the connector " + cardID + "."
+			" of the connector " + cardID + "; its tools run on this channel by themselves."
 	}
 	var skill string
 	if a.opts.Skill != nil {

@@ -68,7 +68,9 @@ func (t *turn) run(ctx context.Context) error {
 			log.Warn("openai agent: tools not listed; answering without them", "err", err)
 		}
 		var dropped []string
-		tools, t.names, dropped = project(defs)
+		// The model talks in this conversation: the host fills each
+		// connector tool's connector_channel_id from its channel.
+		tools, t.names, dropped = project(host.ScopeFunctions(defs))
 		if len(dropped) > 0 {
 			log.Warn("openai agent: tools without a unique function name left out", "tools", dropped)
 		}
@@ -238,6 +240,7 @@ func (t *turn) runTool(ctx context.Context, call ToolCall) error {
 		}
 	})
 	res, err := t.host.Invoke(ctx, t.msg.UserID, t.msg.SessionID, def.Name, json.RawMessage(args), call.ID,
+		host.InConversation(t.msg.UserChannelID),
 		host.WithProgress(func(*protocol.ToolProgressPayload) {
 			select {
 			case poke <- struct{}{}:
