@@ -72,16 +72,16 @@ type Server struct {
 	srv  *sdk.Server
 	log  *slog.Logger
 
-	changed chan struct{}  // a sync of tools and resources is due
-	dirty   chan string    // user channels whose history changed
+	changed chan struct{}   // a sync of tools and resources is due
+	dirty   chan string     // user channels whose history changed
 	ctx     context.Context // ends with Close
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	mu       sync.Mutex
-	tools    map[string]bool // names of the connector tools registered
-	res      map[string]bool // URIs of the channel resources registered
-	signins  *signins
+	mu      sync.Mutex
+	tools   map[string]bool // names of the connector tools registered
+	res     map[string]bool // URIs of the channel resources registered
+	signins *signins
 }
 
 // New returns a Server for the host and starts its notifier goroutine.

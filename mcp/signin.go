@@ -193,6 +193,26 @@ func (s *Server) signIn(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 	if err != nil {
 		return invokeError(err), nil
 	}
+	// The host applies the auth.start.ack on its goroutine and polls
+	// auth.status: give a QR code a moment to be recorded, and a form
+	// flow a moment to end, so that the first answer says the most.
+	for i := 0; i < 150; i++ {
+		st := si.State()
+		if st.Done || (flow.Type != protocol.AuthFlowForm && (st.QRCodeText != "" || st.QRCodeImage != "")) {
+			break
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-si.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
 	id, ok := s.signins.add(si)
 	if !ok {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
