@@ -32,6 +32,25 @@ func (s *Server) parseChannelURI(uri string) (ucID, kind string, ok bool) {
 	return ucID, kind, true
 }
 
+// knownChannelURI reports whether uri names a resource of one of the
+// user's channels (so that subscriptions stay bounded by the channels).
+func (s *Server) knownChannelURI(ctx context.Context, uri string) bool {
+	ucID, _, ok := s.parseChannelURI(uri)
+	if !ok {
+		return false
+	}
+	ucs, err := s.h.Channels(ctx, s.opts.UserID, "")
+	if err != nil {
+		return false
+	}
+	for _, uc := range ucs {
+		if uc.ID == ucID {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Server) addResourceTemplates() {
 	s.srv.AddResourceTemplate(&sdk.ResourceTemplate{Name: "channel-descriptor", Title: "Channel Descriptor",
 		Description: "The Connection Descriptor of a channel: status, profiles, display-level account data, tool availability.",

@@ -126,7 +126,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		Instructions: instructions,
 		Logger:       opts.Logger,
 		SubscribeHandler: func(ctx context.Context, req *sdk.SubscribeRequest) error {
-			if _, _, ok := s.parseChannelURI(req.Params.URI); !ok {
+			if !s.knownChannelURI(ctx, req.Params.URI) {
 				return sdk.ResourceNotFoundError(req.Params.URI)
 			}
 			return nil
