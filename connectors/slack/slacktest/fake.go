@@ -244,7 +244,9 @@ func (s *Server) Revoke(token string) {
 // FailNext makes the next call of method fail with the Web API error code
 // (e.g. "internal_error"); retryAfter > 0 makes it a rate limit instead:
 // HTTP 429, Retry-After: retryAfter, error "ratelimited".
-func (s *Server) FailNext(method, code string, retryAfter int) { s.FailCall(method, 1, code, retryAfter) }
+func (s *Server) FailNext(method, code string, retryAfter int) {
+	s.FailCall(method, 1, code, retryAfter)
+}
 
 // FailCall is FailNext for the nth call of method from now (1: the next).
 func (s *Server) FailCall(method string, nth int, code string, retryAfter int) {

@@ -162,7 +162,7 @@ func (s *Server) eventPayload(a *appState, c *Conversation, m *Message, typ stri
 	s.nextID++
 	raw, _ := json.Marshal(map[string]any{"token": "fake-verification", "team_id": a.TeamID, "api_app_id": a.AppID,
 		"event": ev, "type": "event_callback", "event_id": fmt.Sprintf("Ev%08d", s.nextID), "event_time": time.Now().Unix(),
-		"authorizations": []any{map[string]any{"team_id": a.TeamID, "user_id": a.BotUserID, "is_bot": true, "is_enterprise_install": false}},
+		"authorizations":        []any{map[string]any{"team_id": a.TeamID, "user_id": a.BotUserID, "is_bot": true, "is_enterprise_install": false}},
 		"is_ext_shared_channel": false})
 	return raw
 }
@@ -216,7 +216,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 	a.opened++
 	a.maxConns = max(a.maxConns, len(a.liveConns()))
 	hello, _ := json.Marshal(map[string]any{"type": "hello", "num_connections": len(a.liveConns()),
-		"debug_info": map[string]any{"host": "applink-fake", "build_number": 1, "approximate_connection_time": 18060},
+		"debug_info":      map[string]any{"host": "applink-fake", "build_number": 1, "approximate_connection_time": 18060},
 		"connection_info": map[string]any{"app_id": a.AppID}})
 	c.out <- frame{data: hello}
 	s.pump(a)
