@@ -80,9 +80,9 @@ func (c *Connector) signIn(ctx context.Context, _ *connector.Channel, in Login) 
 	})
 	if err != nil {
 		return none, c.signInError(err, map[string]string{
-			"invalid_auth": "Slack does not accept this bot token: copy the Bot User OAuth Token (xoxb-…) again, after (re)installing the app",
-			"token_revoked": "this bot token was revoked (the app was uninstalled or the token rotated): reinstall the app and copy the new Bot User OAuth Token",
-			"account_inactive": "the bot's account is deactivated: reinstall the app to the workspace",
+			"invalid_auth":           "Slack does not accept this bot token: copy the Bot User OAuth Token (xoxb-…) again, after (re)installing the app",
+			"token_revoked":          "this bot token was revoked (the app was uninstalled or the token rotated): reinstall the app and copy the new Bot User OAuth Token",
+			"account_inactive":       "the bot's account is deactivated: reinstall the app to the workspace",
 			"not_allowed_token_type": "bot_token must be the Bot User OAuth Token (xoxb-…), not a user or app-level token",
 		})
 	}
@@ -95,11 +95,11 @@ func (c *Connector) signIn(ctx context.Context, _ *connector.Channel, in Login) 
 	})
 	if err != nil {
 		return none, c.signInError(err, map[string]string{
-			"invalid_auth": "Slack does not accept this app-level token: copy it again from Basic Information → App-Level Tokens",
-			"token_revoked": "this app-level token was revoked: generate a new one with the connections:write scope",
+			"invalid_auth":           "Slack does not accept this app-level token: copy it again from Basic Information → App-Level Tokens",
+			"token_revoked":          "this app-level token was revoked: generate a new one with the connections:write scope",
 			"not_allowed_token_type": "app_token must be an app-level token (xapp-…) with the connections:write scope",
-			"missing_scope": "the app-level token lacks the connections:write scope: generate one with it",
-			"not_authed": "app_token is missing",
+			"missing_scope":          "the app-level token lacks the connections:write scope: generate one with it",
+			"not_authed":             "app_token is missing",
 		})
 	}
 	if channel != "" {

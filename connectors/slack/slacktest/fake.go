@@ -130,25 +130,24 @@ type Options struct {
 type Server struct {
 	opts Options
 
-	mu       sync.Mutex
-	apps     map[string]*appState // by app token
-	bots     map[string]*appState // by bot token
-	convs    map[string]*Conversation
-	msgs     map[string][]*Message // by conversation, oldest first
-	files    map[string]*File      // by id
-	uploads  map[string]*pendingUpload
-	fails    map[string][]failure // by method
-	calls    map[string]int
-	lastSec  int64
-	lastSeq  int64
-	nextID   int64
-	changed  chan struct{} // closed and replaced on every change
-	base     string        // http://host:port
-	ts       *httptest.Server
-	closed   chan struct{}
-	stop     sync.Once
-	sockets  sync.WaitGroup
-	retryRun sync.Once
+	mu        sync.Mutex
+	apps      map[string]*appState // by app token
+	bots      map[string]*appState // by bot token
+	convs     map[string]*Conversation
+	msgs      map[string][]*Message // by conversation, oldest first
+	files     map[string]*File      // by id
+	uploads   map[string]*pendingUpload
+	fails     map[string][]failure // by method
+	calls     map[string]int
+	lastMicro int64
+	nextID    int64
+	changed   chan struct{} // closed and replaced on every change
+	base      string        // http://host:port
+	ts        *httptest.Server
+	closed    chan struct{}
+	stop      sync.Once
+	sockets   sync.WaitGroup
+	retryRun  sync.Once
 }
 
 type pendingUpload struct {
@@ -363,17 +362,15 @@ func (m *Message) copy() Message {
 	return c
 }
 
-// nextTS returns a new, strictly increasing message ts ("1700000000.000100").
+// nextTS returns a new, strictly increasing message ts: the time in
+// seconds with six decimals ("1700000000.123456"), as Slack's are.
 func (s *Server) nextTS() string {
-	now := time.Now().Unix()
-	if now > s.lastSec {
-		s.lastSec, s.lastSeq = now, 0
+	us := time.Now().UnixMicro()
+	if us <= s.lastMicro {
+		us = s.lastMicro + 1
 	}
-	s.lastSeq++
-	if s.lastSeq > 9999 {
-		s.lastSec, s.lastSeq = s.lastSec+1, 1
-	}
-	return fmt.Sprintf("%d.%06d", s.lastSec, s.lastSeq*100)
+	s.lastMicro = us
+	return fmt.Sprintf("%d.%06d", us/1e6, us%1e6)
 }
 
 // appendMessage keeps m in its conversation's history (bounded).
