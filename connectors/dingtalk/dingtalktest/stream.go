@@ -313,6 +313,7 @@ func (s *Server) Drop(clientID string) bool {
 	for _, c := range cs {
 		c.c.CloseNow()
 	}
+	delete(s.conns, clientID) // gone at once, not when its handler notices
 	return len(cs) > 0
 }
 
