@@ -222,3 +222,33 @@ func (c *Crypter) Encrypt(msg []byte, random io.Reader) (string, error) {
 	cipher.NewCBCEncrypter(c.block, c.iv).CryptBlocks(plain, plain)
 	return base64.StdEncoding.EncodeToString(plain), nil
 }
+
+// DecryptFile opens a file an intelligent robot's message links to: data
+// encrypted with AES-256-CBC under the message's aeskey (Base64 of 32
+// bytes), IV its first 16 bytes, PKCS#7 padding to 32 bytes (as the
+// official SDK's decryptFile).
+func DecryptFile(aesKey string, data []byte) ([]byte, error) {
+	key, err := base64.StdEncoding.DecodeString(aesKey)
+	if err != nil {
+		key, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(aesKey, "="))
+	}
+	if err != nil || len(key) != 32 {
+		return nil, &Error{Kind: KindDecrypt, Detail: "bad aeskey"}
+	}
+	if len(data) == 0 || len(data)%aes.BlockSize != 0 {
+		return nil, &Error{Kind: KindDecrypt, Detail: "bad length"}
+	}
+	block, _ := aes.NewCipher(key)
+	plain := make([]byte, len(data))
+	cipher.NewCBCDecrypter(block, key[:aes.BlockSize]).CryptBlocks(plain, data)
+	pad := int(plain[len(plain)-1])
+	if pad < 1 || pad > blockSize || pad > len(plain) {
+		return nil, &Error{Kind: KindDecrypt, Detail: "bad padding"}
+	}
+	for _, b := range plain[len(plain)-pad:] {
+		if int(b) != pad {
+			return nil, &Error{Kind: KindDecrypt, Detail: "bad padding"}
+		}
+	}
+	return plain[:len(plain)-pad], nil
+}
