@@ -40,6 +40,9 @@ const (
 	TokenTTL = 7200
 	// MaxUpload bounds one upload (WeCom's file limit is 20 MB).
 	MaxUpload = 20 << 20
+	// BotPath is the path of the robots' long connection on the fake
+	// (WeCom's is the root of wss://openws.work.weixin.qq.com).
+	BotPath = "/aibot"
 )
 
 // Sent is one message an application (message/send) or a robot
