@@ -70,6 +70,9 @@ func (db *DB) migrate(ctx context.Context) error {
 		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 			return fmt.Errorf("store: read schema version: %w", err)
 		}
+		if err := checkSchemaNotNewer(current, list); err != nil {
+			return err
+		}
 		for _, m := range list {
 			if m.version <= current {
 				continue
