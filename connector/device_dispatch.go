@@ -164,5 +164,7 @@ func (sess *session) runDispatched(env *protocol.Envelope, p *protocol.ToolInvok
 			sess.replyError(env, protocol.TypeToolInvokeAck, protocol.Errorf(protocol.CodeInternal, "internal error"))
 		}
 	}()
-	sess.handleToolInvoke(env, p)
+	ctx, span := sess.packetSpan(env)
+	defer span.End()
+	sess.handleToolInvoke(ctx, env, p)
 }

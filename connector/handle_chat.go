@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/xconn/xconn/delivery"
+	"github.com/xconn/xconn/internal/xtrace"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -13,11 +16,11 @@ import (
 // (IM v2 section 5): duplicate and conflict are answered from the inbox
 // without side effects; accepted is sent only after the handler returned
 // nil. p is the payload process decoded and validated.
-func (sess *session) handleChatMessage(env *protocol.Envelope, p *protocol.ChatMessagePayload) {
+func (sess *session) handleChatMessage(pctx context.Context, env *protocol.Envelope, p *protocol.ChatMessagePayload) {
 	s := sess.srv
 	id := env.ConnectorChannelID
 	content := delivery.ContentOf(p)
-	verdict, err := s.inbox.Begin(sess.ctx, id, p.MessageID, content)
+	verdict, err := s.inbox.Begin(pctx, id, p.MessageID, content)
 	if err != nil {
 		s.log.Error("connector: inbox", "err", err)
 		sess.rejectChat(env, &protocol.Error{Code: protocol.CodeInternal, Message: "inbox unavailable", Retryable: true})
@@ -27,7 +30,7 @@ func (sess *session) handleChatMessage(env *protocol.Envelope, p *protocol.ChatM
 		sess.ackChat(env, verdict.Ack(p.MessageID))
 		return
 	}
-	files, perr := s.resolveFiles(sess.ctx, id, p.Files)
+	files, perr := s.resolveFiles(pctx, id, p.Files)
 	if perr != nil {
 		s.inbox.Abort(id, p.MessageID)
 		sess.ackChat(env, delivery.RejectAck(p.MessageID, perr))
@@ -40,7 +43,7 @@ func (sess *session) handleChatMessage(env *protocol.Envelope, p *protocol.ChatM
 	if p.CreatedAt > 0 {
 		m.CreatedAt = time.UnixMilli(p.CreatedAt)
 	}
-	ctx, cancel := context.WithTimeout(sess.ctx, s.opts.ToolTimeout)
+	ctx, cancel := context.WithTimeout(pctx, s.opts.ToolTimeout)
 	defer cancel()
 	ch := &Channel{srv: s, id: id}
 	herr := safeCall(func() error { return s.onMessage(ctx, ch, m) })
@@ -51,8 +54,10 @@ func (sess *session) handleChatMessage(env *protocol.Envelope, p *protocol.ChatM
 	}
 	// The record is written even when the socket closed meanwhile: the
 	// side effects happened, and a redelivery must not repeat them.
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(sess.ctx), actRecordTimeout)
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(pctx), actRecordTimeout)
+	rctx, span := s.tracer.Start(rctx, "store.commit inbox", trace.SpanKindInternal, attrChannel.String(id), attrMessage.String(p.MessageID))
 	v, err := s.inbox.Commit(rctx, id, p.MessageID, content)
+	xtrace.End(span, err)
 	rcancel()
 	if err != nil {
 		// The side effects happened; the record failed. Accept anyway:
@@ -108,7 +113,7 @@ func (sess *session) ackChat(env *protocol.Envelope, ack protocol.ChatAckPayload
 
 // handleChatDelta checks a delta's sequence and hands it to the delta
 // handler (streaming) or keeps it buffered until the final.
-func (sess *session) handleChatDelta(env *protocol.Envelope) {
+func (sess *session) handleChatDelta(pctx context.Context, env *protocol.Envelope) {
 	s := sess.srv
 	var p protocol.ChatDeltaPayload
 	if err := env.DecodePayload(&p); err != nil {
@@ -128,7 +133,7 @@ func (sess *session) handleChatDelta(env *protocol.Envelope) {
 	if !added || s.onDelta == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(sess.ctx, s.opts.ToolTimeout)
+	ctx, cancel := context.WithTimeout(pctx, s.opts.ToolTimeout)
 	defer cancel()
 	d := &AssistantDelta{MessageID: p.MessageID, Sequence: p.Sequence, Text: p.Text, Assembled: assembled, InReplyTo: p.InReplyTo}
 	if err := safeCall(func() error { return s.onDelta(ctx, &Channel{srv: s, id: id}, d) }); err != nil {
@@ -138,7 +143,7 @@ func (sess *session) handleChatDelta(env *protocol.Envelope) {
 
 // handleActivity hands an activity snapshot to the connector; failures
 // never touch message delivery.
-func (sess *session) handleActivity(env *protocol.Envelope) {
+func (sess *session) handleActivity(pctx context.Context, env *protocol.Envelope) {
 	s := sess.srv
 	if s.onActivity == nil {
 		return
@@ -147,7 +152,7 @@ func (sess *session) handleActivity(env *protocol.Envelope) {
 	if err := env.DecodePayload(&p); err != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(sess.ctx, s.opts.ToolTimeout)
+	ctx, cancel := context.WithTimeout(pctx, s.opts.ToolTimeout)
 	defer cancel()
 	a := Activity{Status: p.Status, ToolName: p.ToolName}
 	if err := safeCall(func() error { return s.onActivity(ctx, &Channel{srv: s, id: env.ConnectorChannelID}, a) }); err != nil {

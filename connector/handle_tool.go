@@ -15,10 +15,12 @@ import (
 
 // handleToolInvoke answers a tool.invoke whose payload process has
 // already decoded and validated into p.
-func (sess *session) handleToolInvoke(env *protocol.Envelope, p *protocol.ToolInvokePayload) {
+// ctx is sess.ctx, or a context derived from it that carries the packet's
+// span.
+func (sess *session) handleToolInvoke(ctx context.Context, env *protocol.Envelope, p *protocol.ToolInvokePayload) {
 	s := sess.srv
 	start := time.Now()
-	result, compact, perr := sess.invoke(env, p)
+	result, compact, perr := sess.invoke(ctx, env, p)
 	code := "ok"
 	if perr != nil {
 		code = metricCode(perr.Code)
@@ -42,7 +44,7 @@ func (sess *session) handleToolInvoke(env *protocol.Envelope, p *protocol.ToolIn
 // invoke checks and runs one tool call. The returned error is secret-free.
 // compact reports a result known to be what json.Marshal writes (valid,
 // compact, HTML-escaped): the result of a typed tool.
-func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayload) (json.RawMessage, bool, *protocol.Error) {
+func (sess *session) invoke(ctx context.Context, env *protocol.Envelope, p *protocol.ToolInvokePayload) (json.RawMessage, bool, *protocol.Error) {
 	s := sess.srv
 	id := env.ConnectorChannelID
 	cardTool, inCard := s.card.Tool(p.ToolID)
@@ -107,7 +109,7 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 		}
 		sum := sha256.Sum256(canon)
 		hash = hex.EncodeToString(sum[:])
-		rec, err := s.opts.Store.GetToolCall(sess.ctx, s.card.ConnectorCardID, id, call.IdempotencyKey)
+		rec, err := s.opts.Store.GetToolCall(ctx, s.card.ConnectorCardID, id, call.IdempotencyKey)
 		switch {
 		case err == nil:
 			if rec.ToolID != p.ToolID || rec.ArgsHash != hash {
@@ -131,7 +133,7 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 	if timeout <= 0 {
 		timeout = s.opts.ToolTimeout
 	}
-	result, herr := sess.runTool(entry, call, stripped, timeout)
+	result, herr := sess.runTool(ctx, entry, call, stripped, timeout)
 	perr := s.toolError(p.ToolID, herr)
 	compact := false
 	if perr == nil {
@@ -156,7 +158,7 @@ func (sess *session) invoke(env *protocol.Envelope, p *protocol.ToolInvokePayloa
 		}
 		// Recorded even when the socket closed meanwhile: the side effect
 		// happened, and a retry must not repeat it.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(sess.ctx), actRecordTimeout)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), actRecordTimeout)
 		defer cancel()
 		if err := s.opts.Store.PutToolCall(sctx, rec); err != nil && !errors.Is(err, store.ErrConflict) {
 			s.log.Warn("connector: store tool call record", "err", err)
@@ -207,10 +209,10 @@ func (sess *session) pushProgress(ctx context.Context, id string, pp protocol.To
 // runTool runs the handler on its own goroutine so that the call can be
 // answered at its timeout; the goroutine belongs to the session, which
 // waits for it before it is gone.
-func (sess *session) runTool(entry *toolEntry, call *Call, args json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+func (sess *session) runTool(parent context.Context, entry *toolEntry, call *Call, args json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
 	// A callCtx and a timer rather than context.WithTimeout: the handler's
 	// context costs nothing until it waits on it.
-	ctx := newCallCtx(sess.ctx, timeout)
+	ctx := newCallCtx(parent, timeout)
 	defer ctx.release()
 	t := sess.timers.Get(timeout)
 	defer sess.timers.Put(t)

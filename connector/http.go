@@ -16,12 +16,12 @@ import (
 func (s *Server) routes() *http.ServeMux {
 	p := strings.TrimRight(s.opts.PathPrefix, "/")
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+p+protocol.PathCard, withWriteDeadline(ServeWriteTimeout, s.serveCard))
-	mux.HandleFunc("GET "+p+protocol.PathSkill, withWriteDeadline(ServeWriteTimeout, s.serveSkill))
-	mux.HandleFunc("GET "+p+protocol.PathHealth, withWriteDeadline(ServeWriteTimeout, s.serveHealth))
+	mux.HandleFunc("GET "+p+protocol.PathCard, withWriteDeadline(ServeWriteTimeout, s.tracedHTTP(protocol.PathCard, s.serveCard)))
+	mux.HandleFunc("GET "+p+protocol.PathSkill, withWriteDeadline(ServeWriteTimeout, s.tracedHTTP(protocol.PathSkill, s.serveSkill)))
+	mux.HandleFunc("GET "+p+protocol.PathHealth, withWriteDeadline(ServeWriteTimeout, s.tracedHTTP(protocol.PathHealth, s.serveHealth)))
 	mux.HandleFunc("GET "+p+protocol.PathWS, s.serveWS) // wsconn bounds each frame write
-	mux.HandleFunc("POST "+p+protocol.PathFileUploads, withWriteDeadline(ServeReadTimeout+ServeWriteTimeout, s.serveUpload))
-	mux.HandleFunc("GET "+p+protocol.PathFileRefsPrefix+"{ref}", withWriteDeadline(ServeDownloadTimeout, s.serveFileRef))
+	mux.HandleFunc("POST "+p+protocol.PathFileUploads, withWriteDeadline(ServeReadTimeout+ServeWriteTimeout, s.tracedHTTP(protocol.PathFileUploads, s.serveUpload)))
+	mux.HandleFunc("GET "+p+protocol.PathFileRefsPrefix+"{ref}", withWriteDeadline(ServeDownloadTimeout, s.tracedHTTP(protocol.PathFileRefsPrefix+"{ref}", s.serveFileRef)))
 	metrics := s.requireKey(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET "+p+"/metrics", withWriteDeadline(ServeWriteTimeout, metrics.ServeHTTP))
 	return mux

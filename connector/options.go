@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/xconn/xconn/delivery"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
@@ -101,6 +103,16 @@ type Options struct {
 	// bindings are never lost. Pass slog.New(slog.DiscardHandler) to
 	// discard them.
 	Logger *slog.Logger
+	// TracerProvider receives the SDK's OpenTelemetry spans: each packet
+	// handled (named after its type, continuing the trace the host put in
+	// the envelope's x-traceparent), each chat.message sent, Publish, the
+	// inbox and outbox commits, the control and transfer plane requests
+	// and the requests of every TargetAPI. The trace context of a message
+	// goes to the host in the envelope members x-traceparent and
+	// x-tracestate (protocol.ExtTraceparent). nil (or a no-op provider) is
+	// tracing off, at the cost of a nil check per packet. The SDK never
+	// sets the global provider; the caller owns the provider's Shutdown.
+	TracerProvider trace.TracerProvider
 
 	// LeaseGrace is how long a connector_id survives without a
 	// hello-completed socket (default 1 h).

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/xconn/xconn/delivery"
 	"github.com/xconn/xconn/internal/signurl"
+	"github.com/xconn/xconn/internal/xtrace"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -18,7 +21,12 @@ const (
 	queueIMv1 = "connector.im.v1"
 )
 
-func (s *Server) publish(ctx context.Context, id string, m UserMessage) (bool, error) {
+func (s *Server) publish(ctx context.Context, id string, m UserMessage) (isNew bool, err error) {
+	if s.tracer != nil {
+		var span trace.Span
+		ctx, span = s.tracer.Start(ctx, "connector.publish", trace.SpanKindProducer, attrChannel.String(id))
+		defer func() { xtrace.End(span, err) }()
+	}
 	if err := s.liveErr(); err != nil {
 		return false, err
 	}
@@ -58,7 +66,7 @@ func (s *Server) publish(ctx context.Context, id string, m UserMessage) (bool, e
 	if err != nil {
 		return false, fmt.Errorf("connector: encode message: %w", err)
 	}
-	res, err := s.outbox.Enqueue(ctx, id, msgID, payload)
+	res, err := s.enqueueTraced(ctx, id, msgID, payload)
 	if err != nil {
 		return false, fmt.Errorf("connector: publish: %w", err)
 	}
@@ -209,13 +217,20 @@ func (s *Server) openSession(channel string, profile protocol.Profile) (*session
 }
 
 // sendChat is the IM v2 outbox's SendFunc: one chat.message and its ack.
-func (s *Server) sendChat(ctx context.Context, e delivery.Entry) error {
+func (s *Server) sendChat(ctx context.Context, e delivery.Entry) (err error) {
 	sess, err := s.openSession(e.Channel, protocol.ProfileIMv2)
 	if err != nil {
 		return err
 	}
 	env := sess.newPacket(protocol.TypeChatMessage, e.Channel)
 	env.Payload = e.Payload
+	if s.tracer != nil {
+		var span trace.Span
+		ctx, span = s.tracer.StartLinked(ctx, s.links.Get(e.Channel, e.MessageID), "chat.message send", trace.SpanKindProducer,
+			attrChannel.String(e.Channel), attrMessage.String(e.MessageID), attrPacketID.String(env.PacketID))
+		s.tracer.Inject(ctx, env)
+		defer func() { s.endSend(span, e, err) }()
+	}
 	wait, ok := sess.addWaiter(env.PacketID)
 	if !ok {
 		return &protocol.Error{Code: protocol.CodeChannelBusy, Message: "too many messages awaiting an ack", Retryable: true}

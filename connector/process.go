@@ -29,6 +29,8 @@ func (sess *session) process(w work) {
 			"envelope needs schema %q, packet_id and type", protocol.PacketSchema))
 		return
 	}
+	ctx, span := sess.packetSpan(env)
+	defer span.End()
 	if env.Type == protocol.TypeHello {
 		sess.handleHello(env)
 		return
@@ -128,13 +130,13 @@ func (sess *session) process(w work) {
 		if sess.dispatchTool(env, invoke) { // ToolObserve and ToolAct leave the queue
 			return
 		}
-		sess.handleToolInvoke(env, invoke)
+		sess.handleToolInvoke(ctx, env, invoke)
 	case protocol.TypeChatMessage:
-		sess.handleChatMessage(env, chat)
+		sess.handleChatMessage(ctx, env, chat)
 	case protocol.TypeChatMessageDelta:
-		sess.handleChatDelta(env)
+		sess.handleChatDelta(ctx, env)
 	case protocol.TypeChatActivity:
-		sess.handleActivity(env)
+		sess.handleActivity(ctx, env)
 	default:
 		sess.sendError(env, protocol.Errorf(protocol.CodeUnsupportedPacket, "packet type %s is not supported", env.Type))
 	}

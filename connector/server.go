@@ -17,6 +17,7 @@ import (
 	"github.com/xconn/xconn/internal/argcheck"
 	"github.com/xconn/xconn/internal/redact"
 	"github.com/xconn/xconn/internal/signurl"
+	"github.com/xconn/xconn/internal/xtrace"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -61,8 +62,10 @@ type Server struct {
 	inbox   *delivery.Inbox
 	asm     *delivery.Assembler
 	dataDir string
-	ownDir  bool         // dataDir was created by Start and is removed by Close
-	dirLock *DataDirLock // lock of opts.DataDir from Start to Close (datadir_lock.go)
+	ownDir  bool           // dataDir was created by Start and is removed by Close
+	dirLock *DataDirLock   // lock of opts.DataDir from Start to Close (datadir_lock.go)
+	tracer  *xtrace.Tracer // nil: tracing off (tracing.go)
+	links   *xtrace.Links  // trace context of published messages until sent
 
 	mu         sync.Mutex
 	state      serverState
@@ -153,6 +156,9 @@ func New(opts Options) (*Server, error) {
 		wake:     make(chan struct{}, 1),
 	}
 	s.auth = newAuthTable(o.MaxAuthSessions)
+	if s.tracer = xtrace.New(o.TracerProvider); s.tracer != nil {
+		s.links = xtrace.NewLinks(0)
+	}
 	s.metrics = newMetrics()
 	s.mux = s.routes()
 	return s, nil

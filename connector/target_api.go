@@ -101,6 +101,7 @@ func (s *Server) TargetAPI(o TargetAPIOptions) (*TargetAPI, error) {
 		}
 		tr = t
 	}
+	tr = s.traceTarget(tr)
 	api := &TargetAPI{
 		BaseURL: base,
 		Client: &http.Client{Transport: tr,

@@ -8,7 +8,10 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/xconn/xconn/delivery"
+	"github.com/xconn/xconn/internal/xtrace"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -65,7 +68,9 @@ func (rt *runtime) handleChat(ctx context.Context, s *session, env *protocol.Env
 	// record that even when the socket or the host is stopping meanwhile,
 	// so that the ack says accepted, and a redelivery duplicate.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeGrace)
+	cctx, span := rt.h.tracer.Start(cctx, "store.commit inbox", trace.SpanKindInternal, attrUserChan.String(r.ucID), attrMessage.String(p.MessageID))
 	v, err = rt.h.inbox.Commit(cctx, r.ucID, p.MessageID, content)
+	xtrace.End(span, err)
 	cancel()
 	if err != nil {
 		s.ack(env, delivery.RejectAck(p.MessageID, err))
@@ -182,6 +187,7 @@ func (rs *replyStream) push(ctx context.Context, typ string, payload any) (bool,
 	if err := env.SetPayload(payload); err != nil {
 		return false, err
 	}
+	rs.h.tracer.Inject(ctx, env)
 	if err := s.send(ctx, env); err != nil {
 		return false, nil // best effort
 	}
@@ -252,7 +258,7 @@ func (rs *replyStream) Final(ctx context.Context, text string, files ...Outgoing
 	if err != nil {
 		return "", err
 	}
-	if _, err := rs.h.outbox.Enqueue(ctx, rs.ucID, id, payload); err != nil {
+	if err := rs.h.enqueueFinal(ctx, rs.ucID, id, payload); err != nil {
 		return "", err
 	}
 	return id, nil
@@ -260,7 +266,7 @@ func (rs *replyStream) Final(ctx context.Context, text string, files ...Outgoing
 
 // sendFinal is the outbox's SendFunc: one attempt to deliver a pending
 // final on the channel's current route, waiting for chat.message.ack.
-func (h *Host) sendFinal(ctx context.Context, e delivery.Entry) error {
+func (h *Host) sendFinal(ctx context.Context, e delivery.Entry) (err error) {
 	c, rt, err := h.channelByID(ctx, e.Channel)
 	if err != nil {
 		if errors.Is(err, ErrUnknownChannel) {
@@ -287,6 +293,11 @@ func (h *Host) sendFinal(ctx context.Context, e delivery.Entry) error {
 	}
 	env := &protocol.Envelope{Schema: protocol.PacketSchema, PacketID: newID("pkt_"), ConnectorChannelID: r.channelID,
 		Type: protocol.TypeChatMessage, Time: nowMillis(), Payload: e.Payload}
+	if h.tracer != nil {
+		var span trace.Span
+		ctx, span = h.sendSpan(ctx, e, env)
+		defer func() { h.endSend(span, e, err) }()
+	}
 	ch := make(chan *protocol.Envelope, 1)
 	s.mu.Lock()
 	if s.closed {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/xconn/xconn/delivery"
+	"github.com/xconn/xconn/internal/xtrace"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
 )
@@ -35,8 +36,10 @@ type Host struct {
 	inbox    *delivery.Inbox
 	filesDir string
 	tempDir  bool
-	files    *fileRegistry // unified file_refs of the users' files
-	dl       *downloader   // fetches download_urls (origins and address guard)
+	files    *fileRegistry  // unified file_refs of the users' files
+	dl       *downloader    // fetches download_urls (origins and address guard)
+	tracer   *xtrace.Tracer // nil: tracing off (tracing.go)
+	links    *xtrace.Links  // trace context of queued finals until sent
 
 	admitMu sync.Mutex // serialises admissions (one connector per card id)
 
@@ -72,6 +75,9 @@ func New(opts Options) (*Host, error) {
 	}
 	h := &Host{opts: opts, log: opts.Logger, st: opts.Store, conns: map[string]*runtime{}, dl: downloads}
 	h.files = newFileRegistry(opts.MaxFileRefs, opts.MaxFileRefBytes)
+	if h.tracer = xtrace.New(opts.TracerProvider); h.tracer != nil {
+		h.links = xtrace.NewLinks(0)
+	}
 	h.chans = newChannelCache(opts.Store, opts.MaxCachedChannels)
 	dl := opts.Delivery
 	if dl == nil {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/xconn/xconn/delivery"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
@@ -104,6 +106,14 @@ type Options struct {
 	// OnEvent observes state changes (health, link, channels, tool progress).
 	// It runs on the host's goroutines and must return quickly.
 	OnEvent func(Event)
+	// TracerProvider receives the host's OpenTelemetry spans: each packet
+	// handled (named after its type, continuing the trace the connector
+	// put in the envelope's x-traceparent), each request sent, the Agent's
+	// finals (outbox commit and send, with the trace context injected) and
+	// the inbox commits. An Agent continues the trace from the context it
+	// is handed. nil (or a no-op provider) is tracing off. The host never
+	// sets the global provider; the caller owns the provider's Shutdown.
+	TracerProvider trace.TracerProvider
 	// Logger receives the host's logs; nil discards them. The host never
 	// logs API keys, form input or tokens itself; in production wrap the
 	// handler with connector.NewRedactingHandler and a connector.Redactor,

@@ -241,6 +241,8 @@ func (s *session) request(ctx context.Context, typ, channelID string, payload an
 	// socket's queue is bounded and its writer has its own write timeout).
 	t := s.timers.Get(timeout)
 	defer s.timers.Put(t)
+	ctx, span := s.requestSpan(ctx, env)
+	defer span.End()
 	if err := s.sendRequest(ctx, env); err != nil {
 		return nil, err
 	}
@@ -428,7 +430,13 @@ func (s *session) dispatch() {
 		case <-s.ctx.Done():
 			return
 		case env := <-s.inbound:
+			if env.Type == protocol.TypeChatMessage || env.Type == protocol.TypeMessagePush || env.Type == protocol.TypePing || env.Type == protocol.TypePong {
+				s.handlePush(env) // a chat packet's span is its worker's
+				continue
+			}
+			_, span := s.packetSpan(s.ctx, env)
 			s.handlePush(env)
+			span.End()
 		}
 	}
 }
@@ -499,7 +507,9 @@ func (s *session) toWorker(env *protocol.Envelope) {
 					if s.ctx.Err() != nil {
 						return // stopping: the rest are redelivered, unacked
 					}
-					s.rt.handleChat(s.ctx, s, e)
+					ctx, span := s.packetSpan(s.ctx, e)
+					s.rt.handleChat(ctx, s, e)
+					span.End()
 				}
 			}
 		}()

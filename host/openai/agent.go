@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/xconn/xconn/host"
 	"github.com/xconn/xconn/protocol"
 	"github.com/xconn/xconn/store"
@@ -122,6 +124,10 @@ type Options struct {
 	// Logger receives the agent's logs (nil discards them). It never gets
 	// message text, tool arguments or the API key.
 	Logger *slog.Logger
+	// TracerProvider receives a client span per model request, a child of
+	// the context HandleMessage gets (so, with the host's TracerProvider
+	// set too, of the chat.message span); nil is tracing off.
+	TracerProvider trace.TracerProvider
 }
 
 // Agent is a [host.Agent] backed by any OpenAI-compatible Chat
@@ -192,7 +198,8 @@ func New(opts Options) (*Agent, error) {
 	}
 	a := &Agent{opts: opts, log: opts.Logger,
 		client: NewClient(ClientOptions{BaseURL: opts.BaseURL, APIKey: opts.APIKey, HTTPClient: opts.HTTPClient,
-			FirstByteTimeout: opts.FirstByteTimeout, IdleTimeout: opts.IdleTimeout, RequestTimeout: opts.RequestTimeout}),
+			FirstByteTimeout: opts.FirstByteTimeout, IdleTimeout: opts.IdleTimeout, RequestTimeout: opts.RequestTimeout,
+			TracerProvider: opts.TracerProvider}),
 		skills: newSkillCache(opts.HTTPClient),
 	}
 	a.Bind(opts.Host, opts.Memory)

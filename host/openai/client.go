@@ -10,8 +10,14 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/xconn/xconn/internal/xtrace"
 )
 
 // Defaults of [ClientOptions].
@@ -52,6 +58,10 @@ type ClientOptions struct {
 	IdleTimeout      time.Duration // default DefaultIdleTimeout
 	RequestTimeout   time.Duration // default DefaultRequestTimeout
 	MaxResponseBytes int           // default DefaultMaxResponseBytes
+	// TracerProvider receives one client span per model request ("chat
+	// MODEL", with the model, the server's host and the finish reason;
+	// never the prompt, the answer or the key). nil is tracing off.
+	TracerProvider trace.TracerProvider
 }
 
 // Client is a minimal Chat Completions client: one streamed request per
@@ -61,6 +71,7 @@ type Client struct {
 	opts     ClientOptions
 	endpoint string
 	now      func() time.Time
+	tracer   *xtrace.Tracer
 }
 
 // NewClient returns a client for an OpenAI-compatible server.
@@ -83,7 +94,8 @@ func NewClient(opts ClientOptions) *Client {
 	if opts.MaxResponseBytes <= 0 {
 		opts.MaxResponseBytes = DefaultMaxResponseBytes
 	}
-	return &Client{opts: opts, endpoint: strings.TrimRight(opts.BaseURL, "/") + "/chat/completions", now: time.Now}
+	return &Client{opts: opts, endpoint: strings.TrimRight(opts.BaseURL, "/") + "/chat/completions", now: time.Now,
+		tracer: xtrace.New(opts.TracerProvider)}
 }
 
 // Stream sends req with "stream": true and calls onDelta with each piece
@@ -94,7 +106,20 @@ func NewClient(opts ClientOptions) *Client {
 // onDelta, or another error (network, timeout, a stream that ended early)
 // wrapped with its cause. A server that ignores "stream" and answers with
 // one JSON completion is read as well.
-func (c *Client) Stream(ctx context.Context, req *Request, onDelta func(string) error) (*Completion, error) {
+func (c *Client) Stream(ctx context.Context, req *Request, onDelta func(string) error) (comp *Completion, err error) {
+	if c.tracer != nil {
+		var span trace.Span
+		ctx, span = c.tracer.Start(ctx, "chat "+req.Model, trace.SpanKindClient,
+			attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", req.Model),
+			attribute.String("server.address", c.host()))
+		defer func() {
+			if comp != nil {
+				span.SetAttributes(attribute.String("gen_ai.response.finish_reason", comp.FinishReason),
+					attribute.Int("xconn.tool_calls", len(comp.ToolCalls)))
+			}
+			xtrace.End(span, err) // the client's errors are scrubbed of the key and URL credentials
+		}()
+	}
 	r := *req
 	r.Stream = true
 	body, err := json.Marshal(&r)
@@ -134,6 +159,14 @@ func (c *Client) Stream(ctx context.Context, req *Request, onDelta func(string) 
 		return c.readWhole(ictx, body2, onDelta)
 	}
 	return c.readStream(ictx, body2, onDelta)
+}
+
+// host returns the model server's host name, for spans.
+func (c *Client) host() string {
+	if u, err := url.Parse(c.endpoint); err == nil {
+		return u.Hostname()
+	}
+	return ""
 }
 
 // Endpoint returns the URL the client posts to, without credentials.
