@@ -172,12 +172,12 @@ func TestScopedSendFeishu(t *testing.T) {
 	if _, err := f.SendText(ctx, fsApp, fsChat, "ping me"); err != nil {
 		t.Fatal(err)
 	}
+	checkScopedRequest(t, model, feishu.ToolSend)
 	e2e.Await(t, "the tool's message in the chat", func(ctx context.Context) ([]feishutest.Sent, error) {
 		return f.WaitSent(ctx, fsChat, func(s []feishutest.Sent) bool {
 			return slices.ContainsFunc(s, func(m feishutest.Sent) bool { return m.Text() == pingText })
 		})
 	})
-	checkScopedRequest(t, model, feishu.ToolSend)
 	if s := e2e.Secrets(f.IssuedTokens()); len(s) > 0 {
 		h.CheckSecrets(t, s)
 	}
