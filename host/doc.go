@@ -30,7 +30,11 @@
 //     them (reporting tool ids the providers reject). [Host.Invoke] resolves
 //     the channel (session binding first, or [WithUserChannel]), uploads the
 //     files of upload-reference arguments, calls the tool and downloads the
-//     files of its result ([Result.Files], [Result.ModelOutput]).
+//     files of its result ([Result.Files], [Result.ModelOutput]). Inside a
+//     conversation, [ScopeFunctions] hides each connector tool's
+//     connector_channel_id from the model and [InConversation] fills it
+//     from the conversation's channel (an explicit one must name a channel
+//     the host signed in for the user);
 //     Resolution and inbound routing read a bounded in-memory cache of the
 //     users' channels (Options.MaxCachedChannels) that every write of a user
 //     channel invalidates; the store stays the source of truth, and the host
@@ -65,7 +69,7 @@
 //	signin, _ := h.Connect(ctx, userID, c.CardID, "", map[string]string{"room": "r1"})
 //	uc, _ := signin.Wait(ctx)
 //	defs, _ := h.Tools(ctx, userID, msg.SessionID) // Card tools and built-in channel tools
-//	tools, unsupported := host.ExportOpenAI(defs)
-//	res, err := h.Invoke(ctx, userID, msg.SessionID, toolID, args, toolCallID)
+//	tools, unsupported := host.ExportOpenAI(host.ScopeFunctions(defs)) // no connector_channel_id to guess
+//	res, err := h.Invoke(ctx, userID, msg.SessionID, toolID, args, toolCallID, host.InConversation(msg.UserChannelID))
 //	// give the model res.ModelOutput, and res.Files (images as image input)
 package host

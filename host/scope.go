@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
+	"unicode/utf8"
 
 	"github.com/xconn/xconn/protocol"
 )
@@ -143,7 +143,11 @@ func withChannelArg(args json.RawMessage, channelID string) (json.RawMessage, er
 			return nil, err
 		}
 	}
-	m[protocol.ChannelIDArgument] = json.RawMessage(strconv.Quote(channelID))
+	id, err := json.Marshal(channelID)
+	if err != nil {
+		return nil, err
+	}
+	m[protocol.ChannelIDArgument] = id
 	return json.Marshal(m)
 }
 
@@ -204,7 +208,7 @@ func (h *Host) scopeChannel(ctx context.Context, userID, sessionID, toolID strin
 	if pick == nil {
 		return "", false, protocol.Errorf(protocol.CodeInvalidArguments,
 			"%s %q is not a channel signed in on this host for you; leave it out to use this conversation's channel",
-			protocol.ChannelIDArgument, explicit)
+			protocol.ChannelIDArgument, clip(explicit))
 	}
 	if bound == nil {
 		cfg.ucID = pick.c.uc.ID // honoured: resolveChannel checks the tool and the channel's state
@@ -218,5 +222,20 @@ func scopeMismatch(explicit string) error {
 	return protocol.Errorf(protocol.CodeInvalidArguments,
 		"%s %q is not this conversation's channel, and a tool call cannot move to another one (section 10.1): "+
 			"leave %s out to use this conversation's channel, or send to another channel with %s",
-		protocol.ChannelIDArgument, explicit, protocol.ChannelIDArgument, ToolMessageSend)
+		protocol.ChannelIDArgument, clip(explicit), protocol.ChannelIDArgument, ToolMessageSend)
+}
+
+// maxEchoedChannel bounds the model's value quoted in an error.
+const maxEchoedChannel = 64
+
+// clip cuts a model's value for an error message (at a rune boundary).
+func clip(s string) string {
+	if len(s) <= maxEchoedChannel {
+		return s
+	}
+	cut := maxEchoedChannel
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

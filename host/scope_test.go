@@ -3,7 +3,9 @@ package host
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/xconn/xconn/protocol"
 )
@@ -238,6 +240,14 @@ func TestInvokeInConversation(t *testing.T) {
 		})
 	}
 
+	// A huge value is refused with a bounded message.
+	huge := strings.Repeat("cch_x", 20000)
+	_, err := th.Invoke(ctx, "val", second.SessionID, "im_fake_send", json.RawMessage(`{"connector_channel_id":"`+huge+`","text":"hi"}`),
+		"call-huge", InConversation(second.ID))
+	if code(err) != protocol.CodeInvalidArguments || len(err.Error()) > 512 {
+		t.Fatalf("huge channel argument: %d bytes of error, code %s", len(err.Error()), code(err))
+	}
+
 	// connector_message_send keeps its explicit target, even in a
 	// conversation bound to another channel, and is never filled.
 	res, err := th.Invoke(ctx, "val", second.SessionID, ToolMessageSend,
@@ -249,4 +259,47 @@ func TestInvokeInConversation(t *testing.T) {
 		json.RawMessage(`{"text":"no target"}`), "call-builtin-2", InConversation(second.ID)); code(err) != protocol.CodeInvalidArguments {
 		t.Fatalf("connector_message_send without a target: %v, want invalid_arguments", err)
 	}
+}
+
+// FuzzScopeArguments: schemas and arguments of any shape never panic; a
+// scoped schema never shows the channel argument, and a filled argument
+// reads back.
+func FuzzScopeArguments(f *testing.F) {
+	f.Add([]byte(`{"type":"object","properties":{"connector_channel_id":{"type":"string"},"text":{}},"required":["connector_channel_id","text"]}`), []byte(`{"text":"hi"}`), "cch_1")
+	f.Add([]byte(`{"properties":{"connector_channel_id":1},"required":"x"}`), []byte(`null`), "")
+	f.Add([]byte(`[]`), []byte(`{"connector_channel_id":7}`), "cch_\u00e9")
+	f.Fuzz(func(t *testing.T, schema, args []byte, id string) {
+		if out, ok := withoutChannelArg(schema); ok {
+			var s struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+				Required   []json.RawMessage          `json:"required"`
+			}
+			if err := json.Unmarshal(out, &s); err != nil {
+				t.Fatalf("scoped schema %s does not decode: %v", out, err)
+			}
+			if _, has := s.Properties[protocol.ChannelIDArgument]; has {
+				t.Fatalf("scoped schema %s still has the property", out)
+			}
+			for _, r := range s.Required {
+				if string(r) == `"`+protocol.ChannelIDArgument+`"` {
+					t.Fatalf("scoped schema %s still requires it", out)
+				}
+			}
+		}
+		_, isObject, err := channelArg(args)
+		if err != nil && code(err) != protocol.CodeInvalidArguments {
+			t.Fatalf("channelArg error %v", err)
+		}
+		if !isObject {
+			return
+		}
+		filled, err := withChannelArg(args, id)
+		if err != nil {
+			t.Fatalf("withChannelArg(%s): %v", args, err)
+		}
+		got, _, err := channelArg(filled)
+		if err != nil || (utf8.ValidString(id) && got != id) {
+			t.Fatalf("filled %s reads back %q, %v; want %q", filled, got, err, id)
+		}
+	})
 }

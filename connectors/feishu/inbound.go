@@ -148,6 +148,14 @@ func (c *Connector) publishOn(ctx context.Context, mb connector.Member[binding],
 	here := lastMessage{MessageID: msg.MessageID, ChatID: msg.ChatID, ChatType: msg.ChatType}
 	um := connector.UserMessage{MessageID: msg.MessageID, Text: text, Files: files, CreatedAt: msTime(msg.CreateTime),
 		ReplyContext: here} // its answer goes here, whatever comes meanwhile
+	if p2p {
+		// The chat is saved before the message is published: the agent may
+		// answer it with a tool call (feishu_message_send) before Publish
+		// returns here, and that call needs the chat.
+		if err := ch.SaveState(ctx, chatKey, defaultChat{ChatID: msg.ChatID, OpenID: ev.Event.Sender.SenderID.OpenID}); err != nil {
+			return fmt.Errorf("feishu: save the chat: %w", err)
+		}
+	}
 	isNew, err := ch.Publish(ctx, um)
 	if err != nil {
 		if perr := protocol.AsError(err); perr != nil && perr.Code == protocol.CodeConnectionNotAuthenticated {
@@ -156,7 +164,7 @@ func (c *Connector) publishOn(ctx context.Context, mb connector.Member[binding],
 		return err
 	}
 	// The message is in the durable outbox: remember it and, when it is
-	// new, its chat.
+	// new, where its answer goes.
 	seen = append(seen, msg.MessageID)
 	if len(seen) > maxSeen {
 		seen = seen[len(seen)-maxSeen:]
@@ -164,9 +172,6 @@ func (c *Connector) publishOn(ctx context.Context, mb connector.Member[binding],
 	errs := []error{ch.SaveState(ctx, seenKey, seen)}
 	if isNew {
 		errs = append(errs, ch.SaveState(ctx, lastKey, here))
-	}
-	if isNew && p2p {
-		errs = append(errs, ch.SaveState(ctx, chatKey, defaultChat{ChatID: msg.ChatID, OpenID: ev.Event.Sender.SenderID.OpenID}))
 	}
 	if err := errors.Join(errs...); err != nil {
 		c.log.Warn("feishu: save channel state", "channel", ch.ID(), "err", err)

@@ -18,12 +18,16 @@
 //   - offers the channel's tools ([host.Host.Tools], the built-in channel
 //     tools included) as functions named by their tool_id; ids the
 //     provider's name rule refuses are given a stable name by
-//     [FunctionName] and mapped back, never dropped;
+//     [FunctionName] and mapped back, never dropped; a connector tool is
+//     offered without its connector_channel_id argument
+//     ([host.ScopeFunctions]): the model writes {"text": "..."} and the
+//     host fills in the conversation's channel ([host.InConversation]);
 //   - streams the answer: chat.activity thinking while the model works,
 //     its text as deltas, and each assistant message (before or after tool
 //     calls) as its own final;
 //   - runs each tool call through [host.Host.Invoke] with the model's
-//     arguments unchanged and its call id as context.tool_call_id, with
+//     arguments (the channel argument filled or checked, see above) and
+//     its call id as context.tool_call_id, with
 //     activity tool (repeated on each tool.progress.push) and feeds the
 //     result or the error back, for at most MaxToolRounds rounds;
 //   - sends images (the user's files, the files of tool results) to the
