@@ -385,15 +385,14 @@ func (c *Connector) handleBotMessage(ctx context.Context, m *connector.Members[b
 		if !mb.Channel.Authenticated() {
 			continue
 		}
-		isNew, err := mb.Channel.Publish(ctx, connector.UserMessage{MessageID: msg.MsgID, Text: text, Files: files, ReplyContext: here})
-		if err != nil {
-			c.log.Warn("wecom robot: message not published", "channel", mb.Channel.ID(), "err", err)
-			continue
+		// The latest sender is recorded before the message can reach
+		// xAgent, so that an answer that does not name what it answers
+		// finds it.
+		if err := mb.Channel.SaveState(ctx, lastKey, here); err != nil {
+			c.log.Warn("wecom: save channel state", "channel", mb.Channel.ID(), "err", err)
 		}
-		if isNew {
-			if err := mb.Channel.SaveState(ctx, lastKey, here); err != nil {
-				c.log.Warn("wecom: save channel state", "channel", mb.Channel.ID(), "err", err)
-			}
+		if _, err := mb.Channel.Publish(ctx, connector.UserMessage{MessageID: msg.MsgID, Text: text, Files: files, ReplyContext: here}); err != nil {
+			c.log.Warn("wecom robot: message not published", "channel", mb.Channel.ID(), "err", err)
 		}
 	}
 }
@@ -456,7 +455,7 @@ func (c *Connector) botSend(ctx context.Context, ch *connector.Channel, cl *clie
 		}
 		// WeCom no longer takes this req_id (expired, or from a previous
 		// connection): the answer goes proactively.
-		c.log.Info("wecom robot: req_id refused; sending proactively", "channel", ch.ID(), "errcode", be.Code)
+		c.log.Info("wecom robot: req_id refused; sending proactively", "channel", ch.ID(), "req_id", t.ReqID, "errcode", be.Code, "errmsg", be.Msg)
 	}
 	id := reqID("aibot_send_msg")
 	_, err := bc.request(ctx, "aibot_send_msg", id, map[string]any{"chatid": t.ChatID, "msgtype": "markdown",
@@ -472,12 +471,15 @@ func (c *Connector) botStream(ctx context.Context, bc *botConn, r ref, text stri
 
 // botEdit updates a robot's stream; a refusal (the stream expired or
 // finished) makes the SDK send the final anew.
-func (c *Connector) botEdit(ctx context.Context, cl *client, r ref, text string, final bool) error {
+func (c *Connector) botEdit(ctx context.Context, ch *connector.Channel, cl *client, r ref, text string, final bool) error {
 	bc := c.conns.get(cl.bin.key())
 	if bc == nil {
 		return errBotOffline
 	}
 	err := c.botStream(ctx, bc, r, text, final)
+	if err == nil && final {
+		c.conns.take(ch.ID() + "\x00" + r.Msg) // finished: nothing for finishBot to do
+	}
 	var be *BotError
 	if errors.As(err, &be) {
 		return fmt.Errorf("%w: %w", connector.ErrNotEditable, err)
@@ -518,7 +520,7 @@ func (c *Connector) finishBot(ctx context.Context, ch *connector.Channel, m *con
 	if len(parts) > 0 {
 		text = parts[0]
 	}
-	if err := c.botEdit(ctx, cl, s.r, text, true); err != nil {
+	if err := c.botEdit(ctx, ch, cl, s.r, text, true); err != nil {
 		c.log.Warn("wecom robot: stream not finished", "channel", ch.ID(), "err", err)
 	}
 }

@@ -61,8 +61,12 @@ func (c *Connector) target(ctx context.Context, ch *connector.Channel, part conn
 		ok, err = ch.LoadReplyContext(ctx, part.InReplyTo, &r)
 	}
 	if err == nil && !ok {
+		// An answer that does not say what it answers goes to the latest
+		// message (a robot's under its req_id); a tool's post is proactive.
 		ok, err = ch.LoadState(ctx, lastKey, &r)
-		r.ReqID = "" // a req_id answers its own message only
+		if part.ToolCallID != "" {
+			r.ReqID = ""
+		}
 	}
 	switch {
 	case err != nil:
@@ -100,7 +104,7 @@ func (c *Connector) streamEdit(ctx context.Context, ch *connector.Channel, r ref
 	if cl.bin.Mode != modeBot || !r.Bot {
 		return fmt.Errorf("wecom: an application message: %w", connector.ErrNotEditable)
 	}
-	return c.botEdit(ctx, cl, r, text, isFinal(ctx))
+	return c.botEdit(ctx, ch, cl, r, text, isFinal(ctx))
 }
 
 // streamFile uploads and sends one file: an image (at most 10 MB) as an
