@@ -343,6 +343,7 @@ func (c *Connector) runBot(ctx context.Context, key string, m *connector.Members
 		}
 	}()
 
+	kicked := false
 	for f := range frames {
 		switch f.Cmd {
 		case "aibot_msg_callback":
@@ -356,11 +357,19 @@ func (c *Connector) runBot(ctx context.Context, key string, m *connector.Members
 			_ = json.Unmarshal(f.Body, &ev)
 			if ev.Event.EventType == "disconnected_event" {
 				c.log.Warn("wecom robot: WeCom closed this connection for a newer one of the same robot", "bot_id", b.BotID)
+				kicked = true
 			}
 		}
 	}
 	if ctx.Err() != nil {
 		return nil
+	}
+	if kicked {
+		// Another process holds the robot now: reconnecting would kick it
+		// in turn, forever. The channel goes to error until a restart or a
+		// new sign-in.
+		return &connector.TerminalError{Status: protocol.StatusError,
+			Err: fmt.Errorf("wecom robot %s: another connection of this robot took over (is a second connector running?)", b.BotID)}
 	}
 	err = <-readErr
 	return fmt.Errorf("wecom robot %s: connection lost: %w", b.BotID, scrubURL(err))
@@ -432,14 +441,37 @@ func (c *Connector) botContent(ctx context.Context, m *botMessage) (string, []co
 	return fmt.Sprintf("[a WeCom %s message, not forwarded]", m.MsgType), nil
 }
 
+// botConnWait is how long a reply waits for a robot's connection that is
+// being dialed again.
+const botConnWait = 3 * time.Second
+
+// botConn returns the robot's live connection, waiting a little for one
+// being dialed again; errBotOffline (retryable) after that.
+func (c *Connector) botConn(ctx context.Context, key string) (*botConn, error) {
+	deadline := time.Now().Add(botConnWait)
+	for {
+		if bc := c.conns.get(key); bc != nil {
+			return bc, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, errBotOffline
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errBotOffline
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // botSend sends one text part for a robot: the first part of an answer
 // as a stream under the message's req_id while it is fresh, anything else
 // (later parts, the send tool, late answers) as a proactive markdown
 // message to the chat.
 func (c *Connector) botSend(ctx context.Context, ch *connector.Channel, cl *client, t recipient, part connector.MessagePart, text string) (ref, error) {
-	bc := c.conns.get(cl.bin.key())
-	if bc == nil {
-		return ref{}, errBotOffline
+	bc, err := c.botConn(ctx, cl.bin.key())
+	if err != nil {
+		return ref{}, err
 	}
 	if part.Index == 0 && part.ToolCallID == "" && t.ReqID != "" && time.Since(t.At) < botReplyWindow {
 		r := ref{ID: part.Key, ReqID: t.ReqID, Bot: true, Msg: part.MessageID}
@@ -458,7 +490,7 @@ func (c *Connector) botSend(ctx context.Context, ch *connector.Channel, cl *clie
 		c.log.Info("wecom robot: req_id refused; sending proactively", "channel", ch.ID(), "req_id", t.ReqID, "errcode", be.Code, "errmsg", be.Msg)
 	}
 	id := reqID("aibot_send_msg")
-	_, err := bc.request(ctx, "aibot_send_msg", id, map[string]any{"chatid": t.ChatID, "msgtype": "markdown",
+	_, err = bc.request(ctx, "aibot_send_msg", id, map[string]any{"chatid": t.ChatID, "msgtype": "markdown",
 		"markdown": map[string]string{"content": text}})
 	return ref{ID: id}, err
 }
@@ -472,11 +504,11 @@ func (c *Connector) botStream(ctx context.Context, bc *botConn, r ref, text stri
 // botEdit updates a robot's stream; a refusal (the stream expired or
 // finished) makes the SDK send the final anew.
 func (c *Connector) botEdit(ctx context.Context, ch *connector.Channel, cl *client, r ref, text string, final bool) error {
-	bc := c.conns.get(cl.bin.key())
-	if bc == nil {
-		return errBotOffline
+	bc, err := c.botConn(ctx, cl.bin.key())
+	if err != nil {
+		return err
 	}
-	err := c.botStream(ctx, bc, r, text, final)
+	err = c.botStream(ctx, bc, r, text, final)
 	if err == nil && final {
 		c.conns.take(ch.ID() + "\x00" + r.Msg) // finished: nothing for finishBot to do
 	}
@@ -490,9 +522,9 @@ func (c *Connector) botEdit(ctx context.Context, ch *connector.Channel, cl *clie
 // botSendFile uploads a file over the long connection (init, chunks,
 // finish) and sends it proactively to the chat.
 func (c *Connector) botSendFile(ctx context.Context, _ *connector.Channel, cl *client, t recipient, typ, name string, f *connector.File) (ref, error) {
-	bc := c.conns.get(cl.bin.key())
-	if bc == nil {
-		return ref{}, errBotOffline
+	bc, err := c.botConn(ctx, cl.bin.key())
+	if err != nil {
+		return ref{}, err
 	}
 	mediaID, err := c.botUpload(ctx, bc, typ, name, f)
 	if err != nil {

@@ -140,3 +140,38 @@ func botChat(tb testing.TB, _ string) *e2e.Fake {
 			}
 		}}
 }
+
+// TestBotDropped: a connection cut in the middle of a streamed answer is
+// dialed again (the channel degraded meanwhile), and the answer's final
+// finishes the same stream under the same req_id over the new connection;
+// a connection WeCom ends for a newer one of the same robot is not dialed
+// again (the channel goes to error), so two connectors never kick each
+// other forever.
+func TestBotDropped(t *testing.T) {
+	f, api := newBotFake(t)
+	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", func(o *Options) {})
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, botLogin)
+	e2e.Eventually(t, "the robot is connected", func() bool { return f.BotConnected(testBot) })
+	id := botSay(t, f, wecomtest.BotMessage{From: testUser, Content: "long answer"})
+	cl.ExpectAccept(ch)
+	cl.Delta(ch, "d1", 1, "Part one")
+	waitSent(t, f, testUser, "the stream shows", func(s []wecomtest.Sent) bool { return len(s) == 1 })
+	f.DropBot(testBot)
+	e2e.Eventually(t, "the robot is connected again", func() bool { return f.BotConnected(testBot) })
+	if ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "d1", Text: "Part one, part two.", InReplyTo: id}); ack.Status != protocol.AckAccepted {
+		t.Fatalf("ack %+v", ack)
+	}
+	if s := f.Sent(testUser); len(s) != 1 || !s[0].Finished || s[0].Content != "Part one, part two." {
+		t.Fatalf("sent %+v", s)
+	}
+
+	f.KickBot(ctxT(t), testBot)
+	e2e.Eventually(t, "the channel is in error", func() bool {
+		c, err := cn.c.Server().Channel(ch)
+		return err == nil && c.Status() == protocol.StatusError
+	})
+	if f.BotConnected(testBot) {
+		t.Fatal("the connector dialed again after being replaced")
+	}
+}

@@ -179,6 +179,8 @@ func (c *Connector) deliveryError(ctx context.Context, ch *connector.Channel, er
 	case errors.As(err, &ae):
 		return &protocol.Error{Code: protocol.CodeTargetDeliveryFailed, Retryable: ae.Temporary(),
 			Message: fmt.Sprintf("WeCom %s: errcode %d %s", ae.Op, ae.Code, ae.Msg)}
+	case errors.Is(err, errBotOffline):
+		return &protocol.Error{Code: protocol.CodeTargetDeliveryFailed, Retryable: true, Message: "the robot's long connection is down: try again"}
 	case isTemporary(err):
 		return &protocol.Error{Code: protocol.CodeTargetDeliveryFailed, Retryable: true, Message: "WeCom unreachable"}
 	}

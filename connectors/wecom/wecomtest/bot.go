@@ -399,3 +399,32 @@ func (s *Server) serveBotFile(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	_, _ = w.Write(m.Data)
 }
+
+// DropBot cuts robot botID's connection without a close frame, as a
+// network failure does.
+func (s *Server) DropBot(botID string) {
+	s.mu.Lock()
+	sess := s.botLive[botID]
+	delete(s.botLive, botID)
+	s.mu.Unlock()
+	if sess != nil {
+		sess.ws.CloseNow()
+	}
+}
+
+// KickBot ends robot botID's connection as a newer connection of the same
+// robot does: a disconnected_event, then the close.
+func (s *Server) KickBot(ctx context.Context, botID string) {
+	s.mu.Lock()
+	sess := s.botLive[botID]
+	delete(s.botLive, botID)
+	s.mu.Unlock()
+	if sess == nil {
+		return
+	}
+	var ev wsFrame
+	ev.Cmd, ev.Headers.ReqID = "aibot_event_callback", "evt"+randHex(8)
+	ev.Body, _ = json.Marshal(map[string]any{"msgtype": "event", "event": map[string]string{"eventtype": "disconnected_event"}})
+	_ = s.wsSend(ctx, sess.ws, ev)
+	_ = sess.ws.Close(websocket.StatusNormalClosure, "replaced")
+}
