@@ -118,8 +118,15 @@ type botConn struct {
 	ws *websocket.Conn
 
 	mu      sync.Mutex
-	pending map[string]chan frame    // req_id → its acknowledgement
-	locks   map[string]chan struct{} // req_id → held while a frame of it awaits its ack
+	pending map[string]chan frame // req_id → its acknowledgement
+	locks   map[string]*reqLock   // req_id → held while a frame of it awaits its ack
+}
+
+// reqLock serializes the frames of one req_id; n counts its users, so
+// that it leaves the map only when nobody holds or waits for it.
+type reqLock struct {
+	ch chan struct{}
+	n  int
 }
 
 // botConns are the live connections by consumer key, and the robot
@@ -200,30 +207,33 @@ func (bc *botConn) request(ctx context.Context, cmd, id string, body any) (frame
 	bc.mu.Lock()
 	lock, ok := bc.locks[id]
 	if !ok {
-		lock = make(chan struct{}, 1)
+		lock = &reqLock{ch: make(chan struct{}, 1)}
 		bc.locks[id] = lock
 	}
+	lock.n++
 	bc.mu.Unlock()
+	release := func(held bool) {
+		bc.mu.Lock()
+		if held {
+			delete(bc.pending, id)
+			<-lock.ch
+		}
+		if lock.n--; lock.n == 0 {
+			delete(bc.locks, id)
+		}
+		bc.mu.Unlock()
+	}
 	select {
-	case lock <- struct{}{}:
+	case lock.ch <- struct{}{}:
 	case <-ctx.Done():
+		release(false)
 		return frame{}, fmt.Errorf("wecom robot %s: %w", cmd, ctx.Err())
 	}
 	ack := make(chan frame, 1)
 	bc.mu.Lock()
 	bc.pending[id] = ack
 	bc.mu.Unlock()
-	defer func() {
-		bc.mu.Lock()
-		delete(bc.pending, id)
-		if len(lock) == 1 {
-			<-lock
-		}
-		if len(lock) == 0 {
-			delete(bc.locks, id)
-		}
-		bc.mu.Unlock()
-	}()
+	defer release(true)
 	if err := bc.ws.Write(ctx, websocket.MessageText, out); err != nil {
 		return frame{}, fmt.Errorf("wecom robot %s: %w", cmd, errBotOffline)
 	}
@@ -268,7 +278,7 @@ func (c *Connector) runBot(ctx context.Context, key string, m *connector.Members
 		return fmt.Errorf("wecom robot %s: dial: %w", b.BotID, scrubURL(err))
 	}
 	ws.SetReadLimit(maxBotFrame)
-	bc := &botConn{ws: ws, pending: map[string]chan frame{}, locks: map[string]chan struct{}{}}
+	bc := &botConn{ws: ws, pending: map[string]chan frame{}, locks: map[string]*reqLock{}}
 	defer ws.CloseNow()
 
 	frames := make(chan frame, maxBotQueue)
@@ -297,16 +307,20 @@ func (c *Connector) runBot(ctx context.Context, key string, m *connector.Members
 				c.log.Warn("wecom robot: frame is not JSON; dropped", "bot_id", b.BotID)
 				continue
 			}
-			if f.Cmd == "" || f.Cmd == "aibot_subscribe" || f.Cmd == "ping" {
+			if f.Cmd != "aibot_msg_callback" && f.Cmd != "aibot_event_callback" {
+				// An acknowledgement (whatever its cmd says).
 				if !bc.acked(f) && f.ErrCode != nil && *f.ErrCode != 0 {
 					c.log.Warn("wecom robot: refusal", "bot_id", b.BotID, "errcode", *f.ErrCode, "errmsg", f.ErrMsg)
 				}
 				continue
 			}
+			// A full queue holds the reader back rather than dropping a
+			// message (WeCom does not send it again).
 			select {
 			case frames <- f:
-			default:
-				c.log.Warn("wecom robot: inbound queue full; frame dropped", "bot_id", b.BotID, "cmd", f.Cmd)
+			case <-rctx.Done():
+				readErr <- rctx.Err()
+				return
 			}
 		}
 	}()
