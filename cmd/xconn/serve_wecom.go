@@ -23,6 +23,7 @@ type wecomFlags struct {
 	wsURL        string
 	proxy        string
 	replayWindow time.Duration
+	markdown     bool
 }
 
 func newServeWecomCmd() *cobra.Command {
@@ -47,7 +48,7 @@ egress address.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.serve(cmd, wecom.CardID, "wecom", func(sdk connector.Options) (*connector.Server, error) {
-				conn, err := wecom.New(wecom.Options{SDK: sdk, APIURL: f.apiURL, WSURL: f.wsURL, Proxy: f.proxy, ReplayWindow: f.replayWindow})
+				conn, err := wecom.New(wecom.Options{SDK: sdk, APIURL: f.apiURL, WSURL: f.wsURL, Proxy: f.proxy, ReplayWindow: f.replayWindow, AppMarkdown: f.markdown})
 				if err != nil {
 					return nil, err
 				}
@@ -69,5 +70,6 @@ egress address.`,
 		window = v
 	}
 	fs.DurationVar(&f.replayWindow, "wecom-replay-window", window, "how far a callback's timestamp may be from now; a nonce is remembered as long (env XCONN_WECOM_REPLAY_WINDOW)")
+	fs.BoolVar(&f.markdown, "wecom-markdown", os.Getenv("XCONN_WECOM_MARKDOWN") == "1", "send an application's text replies as markdown (shown by the WeCom client only) (env XCONN_WECOM_MARKDOWN=1)")
 	return cmd
 }

@@ -108,3 +108,24 @@ func TestSignInRefusals(t *testing.T) {
 		t.Fatalf("a secret in the logs: %s", s)
 	}
 }
+
+// TestAppMarkdown: with AppMarkdown an application's text goes as
+// msgtype markdown.
+func TestAppMarkdown(t *testing.T) {
+	f, api := newFake(t, "http://placeholder")
+	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", func(o *Options) { o.AppMarkdown = true })
+	f.SetCallbackURL(testCorp, testAgent, cn.URL+callbackPath())
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowApp, login)
+	id, err := f.SendText(ctxT(t), testCorp, testAgent, testUser, "md please")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.ExpectAccept(ch)
+	if ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "m1", Text: "**bold**", InReplyTo: id}); ack.Status != protocol.AckAccepted {
+		t.Fatalf("ack %+v", ack)
+	}
+	if s := f.Sent(testUser); len(s) != 1 || s[0].MsgType != "markdown" || s[0].Content != "**bold**" {
+		t.Fatalf("sent %+v", s)
+	}
+}

@@ -90,7 +90,7 @@ func (c *Connector) streamSend(ctx context.Context, ch *connector.Channel, part 
 	if cl.bin.Mode == modeBot {
 		return c.botSend(ctx, ch, cl, t, part, text)
 	}
-	id, err := c.api.send(ctx, cl.bin.cred(), cl.bin.AgentID, t.User, "text", map[string]string{"content": text})
+	id, err := c.api.send(ctx, cl.bin.cred(), cl.bin.AgentID, t.User, c.appMsgType, map[string]string{"content": text})
 	return ref{ID: id}, err
 }
 
