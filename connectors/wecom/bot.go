@@ -111,7 +111,10 @@ func (e *BotError) Error() string {
 	return fmt.Sprintf("wecom robot %s: errcode %d: %s", e.Op, e.Code, e.Msg)
 }
 
-var errBotOffline = errors.New("the robot's long connection is down")
+var (
+	errBotOffline = errors.New("the robot's long connection is down")
+	errNoStream   = errors.New("no stream for this answer (its req_id is gone): the final is sent once")
+)
 
 // botConn is one robot's live connection.
 type botConn struct {
@@ -502,6 +505,11 @@ func (c *Connector) botSend(ctx context.Context, ch *connector.Channel, cl *clie
 		// WeCom no longer takes this req_id (expired, or from a previous
 		// connection): the answer goes proactively.
 		c.log.Info("wecom robot: req_id refused; sending proactively", "channel", ch.ID(), "req_id", t.ReqID, "errcode", be.Code, "errmsg", be.Msg)
+	}
+	if part.ToolCallID == "" && !isFinal(ctx) {
+		// A partial answer is never pushed proactively (it could not be
+		// updated): the stream stops, and the final is sent once.
+		return ref{}, errNoStream
 	}
 	id := reqID("aibot_send_msg")
 	_, err = bc.request(ctx, "aibot_send_msg", id, map[string]any{"chatid": t.ChatID, "msgtype": "markdown",

@@ -175,3 +175,28 @@ func TestBotDropped(t *testing.T) {
 		t.Fatal("the connector dialed again after being replaced")
 	}
 }
+
+// TestBotLateAnswer: an answer whose req_id WeCom no longer takes shows
+// no partial text: the deltas are not pushed, the final is pushed once.
+func TestBotLateAnswer(t *testing.T) {
+	f, api := newBotFake(t)
+	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
+	cl := cn.Dial(t)
+	ch, _ := cl.SignIn(FlowBot, botLogin)
+	e2e.Eventually(t, "the robot is connected", func() bool { return f.BotConnected(testBot) })
+	id := botSay(t, f, wecomtest.BotMessage{From: testUser, Content: "first"})
+	cl.ExpectAccept(ch)
+	if ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "f1", Text: "one", InReplyTo: id}); ack.Status != protocol.AckAccepted {
+		t.Fatalf("ack %+v", ack)
+	}
+	// A second answer to the same message: its req_id is answered already.
+	cl.Delta(ch, "f2", 1, "partial")
+	cl.Delta(ch, "f2", 2, " text")
+	if ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "f2", Text: "partial text, complete", InReplyTo: id}); ack.Status != protocol.AckAccepted {
+		t.Fatalf("ack %+v", ack)
+	}
+	s := f.Sent(testUser)
+	if len(s) != 2 || s[1].MsgType != "markdown" || s[1].Content != "partial text, complete" {
+		t.Fatalf("sent %+v", s)
+	}
+}
