@@ -242,3 +242,13 @@ func TestDecryptFile(t *testing.T) {
 		t.Fatal("opened with another key")
 	}
 }
+
+// BenchmarkOpen: verifying and decrypting the documented callback.
+func BenchmarkOpen(b *testing.B) {
+	c := docCrypter(b, docToken, docKey, docCorpID)
+	for b.Loop() {
+		if _, err := c.Open(docMsgSig, docMsgTS, docMsgNonce, docMsgEnc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
