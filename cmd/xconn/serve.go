@@ -37,6 +37,7 @@ func newServeCmd() *cobra.Command {
 	cmd.AddCommand(newServeWechatCmd())
 	cmd.AddCommand(newServeTelegramCmd())
 	cmd.AddCommand(newServeFeishuCmd())
+	cmd.AddCommand(newServeWecomCmd())
 	cmd.AddCommand(newServeADBCmd())
 	return cmd
 }

@@ -111,15 +111,25 @@ func (e *BotError) Error() string {
 	return fmt.Sprintf("wecom robot %s: errcode %d: %s", e.Op, e.Code, e.Msg)
 }
 
-var errBotOffline = errors.New("the robot's long connection is down")
+var (
+	errBotOffline = errors.New("the robot's long connection is down")
+	errNoStream   = errors.New("no stream for this answer (its req_id is gone): the final is sent once")
+)
 
 // botConn is one robot's live connection.
 type botConn struct {
 	ws *websocket.Conn
 
 	mu      sync.Mutex
-	pending map[string]chan frame    // req_id → its acknowledgement
-	locks   map[string]chan struct{} // req_id → held while a frame of it awaits its ack
+	pending map[string]chan frame // req_id → its acknowledgement
+	locks   map[string]*reqLock   // req_id → held while a frame of it awaits its ack
+}
+
+// reqLock serializes the frames of one req_id; n counts its users, so
+// that it leaves the map only when nobody holds or waits for it.
+type reqLock struct {
+	ch chan struct{}
+	n  int
 }
 
 // botConns are the live connections by consumer key, and the robot
@@ -200,30 +210,33 @@ func (bc *botConn) request(ctx context.Context, cmd, id string, body any) (frame
 	bc.mu.Lock()
 	lock, ok := bc.locks[id]
 	if !ok {
-		lock = make(chan struct{}, 1)
+		lock = &reqLock{ch: make(chan struct{}, 1)}
 		bc.locks[id] = lock
 	}
+	lock.n++
 	bc.mu.Unlock()
+	release := func(held bool) {
+		bc.mu.Lock()
+		if held {
+			delete(bc.pending, id)
+			<-lock.ch
+		}
+		if lock.n--; lock.n == 0 {
+			delete(bc.locks, id)
+		}
+		bc.mu.Unlock()
+	}
 	select {
-	case lock <- struct{}{}:
+	case lock.ch <- struct{}{}:
 	case <-ctx.Done():
+		release(false)
 		return frame{}, fmt.Errorf("wecom robot %s: %w", cmd, ctx.Err())
 	}
 	ack := make(chan frame, 1)
 	bc.mu.Lock()
 	bc.pending[id] = ack
 	bc.mu.Unlock()
-	defer func() {
-		bc.mu.Lock()
-		delete(bc.pending, id)
-		if len(lock) == 1 {
-			<-lock
-		}
-		if len(lock) == 0 {
-			delete(bc.locks, id)
-		}
-		bc.mu.Unlock()
-	}()
+	defer release(true)
 	if err := bc.ws.Write(ctx, websocket.MessageText, out); err != nil {
 		return frame{}, fmt.Errorf("wecom robot %s: %w", cmd, errBotOffline)
 	}
@@ -268,7 +281,7 @@ func (c *Connector) runBot(ctx context.Context, key string, m *connector.Members
 		return fmt.Errorf("wecom robot %s: dial: %w", b.BotID, scrubURL(err))
 	}
 	ws.SetReadLimit(maxBotFrame)
-	bc := &botConn{ws: ws, pending: map[string]chan frame{}, locks: map[string]chan struct{}{}}
+	bc := &botConn{ws: ws, pending: map[string]chan frame{}, locks: map[string]*reqLock{}}
 	defer ws.CloseNow()
 
 	frames := make(chan frame, maxBotQueue)
@@ -297,16 +310,20 @@ func (c *Connector) runBot(ctx context.Context, key string, m *connector.Members
 				c.log.Warn("wecom robot: frame is not JSON; dropped", "bot_id", b.BotID)
 				continue
 			}
-			if f.Cmd == "" || f.Cmd == "aibot_subscribe" || f.Cmd == "ping" {
+			if f.Cmd != "aibot_msg_callback" && f.Cmd != "aibot_event_callback" {
+				// An acknowledgement (whatever its cmd says).
 				if !bc.acked(f) && f.ErrCode != nil && *f.ErrCode != 0 {
 					c.log.Warn("wecom robot: refusal", "bot_id", b.BotID, "errcode", *f.ErrCode, "errmsg", f.ErrMsg)
 				}
 				continue
 			}
+			// A full queue holds the reader back rather than dropping a
+			// message (WeCom does not send it again).
 			select {
 			case frames <- f:
-			default:
-				c.log.Warn("wecom robot: inbound queue full; frame dropped", "bot_id", b.BotID, "cmd", f.Cmd)
+			case <-rctx.Done():
+				readErr <- rctx.Err()
+				return
 			}
 		}
 	}()
@@ -343,6 +360,7 @@ func (c *Connector) runBot(ctx context.Context, key string, m *connector.Members
 		}
 	}()
 
+	kicked := false
 	for f := range frames {
 		switch f.Cmd {
 		case "aibot_msg_callback":
@@ -356,11 +374,19 @@ func (c *Connector) runBot(ctx context.Context, key string, m *connector.Members
 			_ = json.Unmarshal(f.Body, &ev)
 			if ev.Event.EventType == "disconnected_event" {
 				c.log.Warn("wecom robot: WeCom closed this connection for a newer one of the same robot", "bot_id", b.BotID)
+				kicked = true
 			}
 		}
 	}
 	if ctx.Err() != nil {
 		return nil
+	}
+	if kicked {
+		// Another process holds the robot now: reconnecting would kick it
+		// in turn, forever. The channel goes to error until a restart or a
+		// new sign-in.
+		return &connector.TerminalError{Status: protocol.StatusError,
+			Err: fmt.Errorf("wecom robot %s: another connection of this robot took over (is a second connector running?)", b.BotID)}
 	}
 	err = <-readErr
 	return fmt.Errorf("wecom robot %s: connection lost: %w", b.BotID, scrubURL(err))
@@ -385,15 +411,14 @@ func (c *Connector) handleBotMessage(ctx context.Context, m *connector.Members[b
 		if !mb.Channel.Authenticated() {
 			continue
 		}
-		isNew, err := mb.Channel.Publish(ctx, connector.UserMessage{MessageID: msg.MsgID, Text: text, Files: files, ReplyContext: here})
-		if err != nil {
-			c.log.Warn("wecom robot: message not published", "channel", mb.Channel.ID(), "err", err)
-			continue
+		// The latest sender is recorded before the message can reach
+		// xAgent, so that an answer that does not name what it answers
+		// finds it.
+		if err := mb.Channel.SaveState(ctx, lastKey, here); err != nil {
+			c.log.Warn("wecom: save channel state", "channel", mb.Channel.ID(), "err", err)
 		}
-		if isNew {
-			if err := mb.Channel.SaveState(ctx, lastKey, here); err != nil {
-				c.log.Warn("wecom: save channel state", "channel", mb.Channel.ID(), "err", err)
-			}
+		if _, err := mb.Channel.Publish(ctx, connector.UserMessage{MessageID: msg.MsgID, Text: text, Files: files, ReplyContext: here}); err != nil {
+			c.log.Warn("wecom robot: message not published", "channel", mb.Channel.ID(), "err", err)
 		}
 	}
 }
@@ -433,14 +458,37 @@ func (c *Connector) botContent(ctx context.Context, m *botMessage) (string, []co
 	return fmt.Sprintf("[a WeCom %s message, not forwarded]", m.MsgType), nil
 }
 
+// botConnWait is how long a reply waits for a robot's connection that is
+// being dialed again.
+const botConnWait = 3 * time.Second
+
+// botConn returns the robot's live connection, waiting a little for one
+// being dialed again; errBotOffline (retryable) after that.
+func (c *Connector) botConn(ctx context.Context, key string) (*botConn, error) {
+	deadline := time.Now().Add(botConnWait)
+	for {
+		if bc := c.conns.get(key); bc != nil {
+			return bc, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, errBotOffline
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errBotOffline
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // botSend sends one text part for a robot: the first part of an answer
 // as a stream under the message's req_id while it is fresh, anything else
 // (later parts, the send tool, late answers) as a proactive markdown
 // message to the chat.
 func (c *Connector) botSend(ctx context.Context, ch *connector.Channel, cl *client, t recipient, part connector.MessagePart, text string) (ref, error) {
-	bc := c.conns.get(cl.bin.key())
-	if bc == nil {
-		return ref{}, errBotOffline
+	bc, err := c.botConn(ctx, cl.bin.key())
+	if err != nil {
+		return ref{}, err
 	}
 	if part.Index == 0 && part.ToolCallID == "" && t.ReqID != "" && time.Since(t.At) < botReplyWindow {
 		r := ref{ID: part.Key, ReqID: t.ReqID, Bot: true, Msg: part.MessageID}
@@ -456,10 +504,15 @@ func (c *Connector) botSend(ctx context.Context, ch *connector.Channel, cl *clie
 		}
 		// WeCom no longer takes this req_id (expired, or from a previous
 		// connection): the answer goes proactively.
-		c.log.Info("wecom robot: req_id refused; sending proactively", "channel", ch.ID(), "errcode", be.Code)
+		c.log.Info("wecom robot: req_id refused; sending proactively", "channel", ch.ID(), "req_id", t.ReqID, "errcode", be.Code, "errmsg", be.Msg)
+	}
+	if part.ToolCallID == "" && !isFinal(ctx) {
+		// A partial answer is never pushed proactively (it could not be
+		// updated): the stream stops, and the final is sent once.
+		return ref{}, errNoStream
 	}
 	id := reqID("aibot_send_msg")
-	_, err := bc.request(ctx, "aibot_send_msg", id, map[string]any{"chatid": t.ChatID, "msgtype": "markdown",
+	_, err = bc.request(ctx, "aibot_send_msg", id, map[string]any{"chatid": t.ChatID, "msgtype": "markdown",
 		"markdown": map[string]string{"content": text}})
 	return ref{ID: id}, err
 }
@@ -472,12 +525,15 @@ func (c *Connector) botStream(ctx context.Context, bc *botConn, r ref, text stri
 
 // botEdit updates a robot's stream; a refusal (the stream expired or
 // finished) makes the SDK send the final anew.
-func (c *Connector) botEdit(ctx context.Context, cl *client, r ref, text string, final bool) error {
-	bc := c.conns.get(cl.bin.key())
-	if bc == nil {
-		return errBotOffline
+func (c *Connector) botEdit(ctx context.Context, ch *connector.Channel, cl *client, r ref, text string, final bool) error {
+	bc, err := c.botConn(ctx, cl.bin.key())
+	if err != nil {
+		return err
 	}
-	err := c.botStream(ctx, bc, r, text, final)
+	err = c.botStream(ctx, bc, r, text, final)
+	if err == nil && final {
+		c.conns.take(ch.ID() + "\x00" + r.Msg) // finished: nothing for finishBot to do
+	}
 	var be *BotError
 	if errors.As(err, &be) {
 		return fmt.Errorf("%w: %w", connector.ErrNotEditable, err)
@@ -488,9 +544,9 @@ func (c *Connector) botEdit(ctx context.Context, cl *client, r ref, text string,
 // botSendFile uploads a file over the long connection (init, chunks,
 // finish) and sends it proactively to the chat.
 func (c *Connector) botSendFile(ctx context.Context, _ *connector.Channel, cl *client, t recipient, typ, name string, f *connector.File) (ref, error) {
-	bc := c.conns.get(cl.bin.key())
-	if bc == nil {
-		return ref{}, errBotOffline
+	bc, err := c.botConn(ctx, cl.bin.key())
+	if err != nil {
+		return ref{}, err
 	}
 	mediaID, err := c.botUpload(ctx, bc, typ, name, f)
 	if err != nil {
@@ -518,7 +574,7 @@ func (c *Connector) finishBot(ctx context.Context, ch *connector.Channel, m *con
 	if len(parts) > 0 {
 		text = parts[0]
 	}
-	if err := c.botEdit(ctx, cl, s.r, text, true); err != nil {
+	if err := c.botEdit(ctx, ch, cl, s.r, text, true); err != nil {
 		c.log.Warn("wecom robot: stream not finished", "channel", ch.ID(), "err", err)
 	}
 }

@@ -82,6 +82,12 @@ func startConn(t *testing.T, dir, apiURL, addr string, mod func(*Options)) *conn
 	return cn
 }
 
+// startConnTB serves the connector for a benchmark.
+func startConnTB(tb testing.TB, dir, apiURL string) *e2e.Conn {
+	tb.Helper()
+	return e2e.Start(tb, e2e.Config{APIKey: testKey, DataDir: dir, Addr: "127.0.0.1:0", Fake: apiURL, Secrets: secrets}, build(nil, nil))
+}
+
 func waitSent(t *testing.T, f *wecomtest.Server, user, what string, cond func([]wecomtest.Sent) bool) []wecomtest.Sent {
 	t.Helper()
 	return e2e.Await(t, what, func(ctx context.Context) ([]wecomtest.Sent, error) { return f.WaitSent(ctx, user, cond) })

@@ -84,16 +84,13 @@ func (c *Connector) handleAppMessage(ctx context.Context, mb connector.Member[bi
 	if m.CreateTime > 0 {
 		at = time.Unix(m.CreateTime, 0)
 	}
-	isNew, err := mb.Channel.Publish(ctx, connector.UserMessage{MessageID: m.MsgID, Text: text, Files: files, CreatedAt: at, ReplyContext: here})
-	if err != nil {
-		return err
+	// The latest sender is recorded before the message can reach xAgent
+	// (a retry of the same message records the same sender).
+	if err := mb.Channel.SaveState(ctx, lastKey, here); err != nil {
+		return fmt.Errorf("wecom: save channel state: %w", err)
 	}
-	if isNew {
-		if err := mb.Channel.SaveState(ctx, lastKey, here); err != nil {
-			c.log.Warn("wecom: save channel state", "channel", mb.Channel.ID(), "err", err)
-		}
-	}
-	return nil
+	_, err = mb.Channel.Publish(ctx, connector.UserMessage{MessageID: m.MsgID, Text: text, Files: files, CreatedAt: at, ReplyContext: here})
+	return err
 }
 
 // appContent turns a message into text and files: text as it is, an

@@ -61,8 +61,12 @@ func (c *Connector) target(ctx context.Context, ch *connector.Channel, part conn
 		ok, err = ch.LoadReplyContext(ctx, part.InReplyTo, &r)
 	}
 	if err == nil && !ok {
+		// An answer that does not say what it answers goes to the latest
+		// message (a robot's under its req_id); a tool's post is proactive.
 		ok, err = ch.LoadState(ctx, lastKey, &r)
-		r.ReqID = "" // a req_id answers its own message only
+		if part.ToolCallID != "" {
+			r.ReqID = ""
+		}
 	}
 	switch {
 	case err != nil:
@@ -86,7 +90,7 @@ func (c *Connector) streamSend(ctx context.Context, ch *connector.Channel, part 
 	if cl.bin.Mode == modeBot {
 		return c.botSend(ctx, ch, cl, t, part, text)
 	}
-	id, err := c.api.send(ctx, cl.bin.cred(), cl.bin.AgentID, t.User, "text", map[string]string{"content": text})
+	id, err := c.api.send(ctx, cl.bin.cred(), cl.bin.AgentID, t.User, c.appMsgType, map[string]string{"content": text})
 	return ref{ID: id}, err
 }
 
@@ -100,7 +104,7 @@ func (c *Connector) streamEdit(ctx context.Context, ch *connector.Channel, r ref
 	if cl.bin.Mode != modeBot || !r.Bot {
 		return fmt.Errorf("wecom: an application message: %w", connector.ErrNotEditable)
 	}
-	return c.botEdit(ctx, cl, r, text, isFinal(ctx))
+	return c.botEdit(ctx, ch, cl, r, text, isFinal(ctx))
 }
 
 // streamFile uploads and sends one file: an image (at most 10 MB) as an
@@ -175,6 +179,8 @@ func (c *Connector) deliveryError(ctx context.Context, ch *connector.Channel, er
 	case errors.As(err, &ae):
 		return &protocol.Error{Code: protocol.CodeTargetDeliveryFailed, Retryable: ae.Temporary(),
 			Message: fmt.Sprintf("WeCom %s: errcode %d %s", ae.Op, ae.Code, ae.Msg)}
+	case errors.Is(err, errBotOffline):
+		return &protocol.Error{Code: protocol.CodeTargetDeliveryFailed, Retryable: true, Message: "the robot's long connection is down: try again"}
 	case isTemporary(err):
 		return &protocol.Error{Code: protocol.CodeTargetDeliveryFailed, Retryable: true, Message: "WeCom unreachable"}
 	}

@@ -104,6 +104,10 @@ type Options struct {
 	// (default DefaultReplayWindow); older or newer ones are refused as
 	// replays, and a nonce is remembered as long.
 	ReplayWindow time.Duration
+	// AppMarkdown sends an application's text replies as msgtype markdown
+	// (rendered by the WeCom client only; the WeChat plug-in shows a
+	// notice) instead of text.
+	AppMarkdown bool
 	// MaxFileBytes bounds one inbound file (default DefaultMaxFileBytes);
 	// a larger one is named in the text instead.
 	MaxFileBytes int64
@@ -126,9 +130,11 @@ type Connector struct {
 	stream       *connector.EditStream[ref]
 	log          *slog.Logger
 	maxFileBytes int64
-	wsURL        string
-	wsDial       *http.Client
-	guard        *guard
+	// appMsgType is the msgtype of an application's text: text or markdown.
+	appMsgType string
+	wsURL      string
+	wsDial     *http.Client
+	guard      *guard
 	// callbackSlots bounds the callbacks handled at once.
 	callbackSlots chan struct{}
 	// conns are the robots' live connections.
@@ -163,11 +169,15 @@ func New(opts Options) (*Connector, error) {
 			rl: connector.RateLimit{MaxWait: api.RateLimit.MaxWait, Attempts: 2}, tokens: map[string]cachedToken{}, redact: srv.Redact},
 		log:           log,
 		maxFileBytes:  cmp.Or(max(opts.MaxFileBytes, 0), DefaultMaxFileBytes),
+		appMsgType:    "text",
 		wsURL:         wsURL,
 		wsDial:        api.Client,
 		guard:         newGuard(cmp.Or(max(opts.ReplayWindow, 0), DefaultReplayWindow), log),
 		callbackSlots: make(chan struct{}, maxCallbacksInFlight),
 		conns:         newBotConns(),
+	}
+	if opts.AppMarkdown {
+		c.appMsgType = "markdown"
 	}
 	c.stream, err = connector.NewEditStream(connector.EditStreamOptions[ref]{
 		Send: c.streamSend, Edit: c.streamEdit, SendFile: c.streamFile, Classify: c.deliveryError,

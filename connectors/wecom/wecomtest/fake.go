@@ -27,6 +27,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 // Bounds and behaviour of the fake.
@@ -101,12 +103,21 @@ type Server struct {
 	seq    uint64
 	msgSeq int64
 	retry  time.Duration
+	// The robots: credentials, live connections, callbacks' req_ids,
+	// uploads in progress, every open socket.
+	botSecrets map[string]string
+	botLive    map[string]*botSession
+	botReqs    map[string]*callbackReq
+	uploads    map[string]*upload
+	botAll     map[*websocket.Conn]struct{}
+	closed     bool
 }
 
 // New returns an unstarted fake.
 func New() *Server {
 	s := &Server{apps: map[string]*App{}, tokens: map[string]string{}, media: map[string]Media{},
-		fail: map[string][]failure{}, calls: map[string]int{}}
+		fail: map[string][]failure{}, calls: map[string]int{}, botSecrets: map[string]string{}, botLive: map[string]*botSession{},
+		botReqs: map[string]*callbackReq{}, uploads: map[string]*upload{}, botAll: map[*websocket.Conn]struct{}{}}
 	s.msgSeq = 4561255354251345929 // the documented example's MsgId
 	s.retry = 200 * time.Millisecond
 	return s
@@ -152,6 +163,12 @@ func (s *Server) URL() string { return s.hs.URL }
 
 // Close stops the fake, closing the robots' connections first.
 func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	for ws := range s.botAll {
+		ws.CloseNow()
+	}
+	s.mu.Unlock()
 	if s.hs != nil {
 		s.hs.Close()
 	}
@@ -265,6 +282,14 @@ func replyErr(w http.ResponseWriter, code int, msg string) {
 
 // ServeHTTP serves the server API and the robots' long connection.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == BotPath:
+		s.serveBot(w, r)
+		return
+	case strings.HasPrefix(r.URL.Path, BotFilePath):
+		s.serveBotFile(w, r)
+		return
+	}
 	s.mu.Lock()
 	s.calls[r.URL.Path]++
 	var f *failure

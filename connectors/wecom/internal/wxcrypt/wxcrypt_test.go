@@ -206,3 +206,49 @@ func FuzzDecrypt(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecryptFile: a robot's file opens only with its aeskey and never
+// panics, whatever the bytes.
+func FuzzDecryptFile(f *testing.F) {
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	f.Add(key, []byte("0123456789abcdef0123456789abcdef"))
+	f.Add("", []byte{})
+	f.Add("AAAA", []byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, aesKey string, data []byte) {
+		out, err := DecryptFile(aesKey, data)
+		if err == nil && len(out) >= len(data) {
+			t.Fatalf("%d bytes from %d", len(out), len(data))
+		}
+		if err != nil && KindOf(err) != KindDecrypt {
+			t.Fatalf("untyped %v", err)
+		}
+	})
+}
+
+// TestDecryptFile: the official SDK's scheme round-trips; a wrong key
+// fails.
+func TestDecryptFile(t *testing.T) {
+	raw := bytes.Repeat([]byte{9}, 32)
+	key := base64.StdEncoding.EncodeToString(raw)
+	plain := []byte("a robot's image bytes")
+	pad := 32 - len(plain)%32
+	buf := append(append([]byte(nil), plain...), bytes.Repeat([]byte{byte(pad)}, pad)...)
+	b, _ := aes.NewCipher(raw)
+	cipher.NewCBCEncrypter(b, raw[:16]).CryptBlocks(buf, buf)
+	if got, err := DecryptFile(key, buf); err != nil || !bytes.Equal(got, plain) {
+		t.Fatalf("%q %v", got, err)
+	}
+	if got, err := DecryptFile(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{8}, 32)), buf); err == nil && bytes.Equal(got, plain) {
+		t.Fatal("opened with another key")
+	}
+}
+
+// BenchmarkOpen: verifying and decrypting the documented callback.
+func BenchmarkOpen(b *testing.B) {
+	c := docCrypter(b, docToken, docKey, docCorpID)
+	for b.Loop() {
+		if _, err := c.Open(docMsgSig, docMsgTS, docMsgNonce, docMsgEnc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
