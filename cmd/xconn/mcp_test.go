@@ -39,7 +39,9 @@ func startMCP(t *testing.T, stdin io.Reader, stdout io.Writer, args ...string) *
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &mcpCmd{t: t, stderr: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
-	go func() { m.done <- run(ctx, append([]string{"mcp", "--log", "structured"}, args...), stdin, stdout, m.stderr) }()
+	go func() {
+		m.done <- run(ctx, append([]string{"mcp", "--log", "structured"}, args...), stdin, stdout, m.stderr)
+	}()
 	return m
 }
 
