@@ -56,6 +56,10 @@ type Options struct {
 	MaxReadWait      time.Duration // default DefaultMaxReadWait
 	MaxSignins       int           // default DefaultMaxSignins
 	MaxFileBytes     int64         // default DefaultMaxFileBytes
+	// MaxQueuedMessages and MaxQueuedBytes bound what a stdio session
+	// holds for a client that does not read (see [Server.StdioTransport]).
+	MaxQueuedMessages int // default DefaultMaxQueuedMessages
+	MaxQueuedBytes    int // default DefaultMaxQueuedBytes
 }
 
 // Server is an MCP server in front of a [host.Host]: the tools of the
@@ -119,6 +123,12 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	if opts.MaxFileBytes <= 0 {
 		opts.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if opts.MaxQueuedMessages <= 0 {
+		opts.MaxQueuedMessages = DefaultMaxQueuedMessages
+	}
+	if opts.MaxQueuedBytes <= 0 {
+		opts.MaxQueuedBytes = DefaultMaxQueuedBytes
 	}
 	s := &Server{opts: opts, h: opts.Host, in: opts.Inbox, log: opts.Logger,
 		changed: make(chan struct{}, 1), dirty: make(chan string, 256),

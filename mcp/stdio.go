@@ -41,15 +41,15 @@ var ErrClientNotReading = errors.New("mcp: the client does not read: its outgoin
 // invalid-request error (-32600), a line of more than
 // Options.MaxMessageBytes is skipped and answered with -32600; the
 // session goes on. What the server writes goes through a queue bounded
-// by DefaultMaxQueuedMessages and DefaultMaxQueuedBytes: a client that
-// never reads ends its session, it never makes the server hold more.
+// by Options.MaxQueuedMessages and MaxQueuedBytes: a client that never
+// reads ends its session, it never makes the server hold more.
 //
 // When the session ends, r and w are closed if they are io.Closers (so
 // that a goroutine blocked on them returns); otherwise a goroutine
 // blocked in r.Read returns when r does.
 func (s *Server) StdioTransport(r io.Reader, w io.Writer) sdk.Transport {
 	return &stdioTransport{r: r, w: w, maxLine: s.opts.MaxMessageBytes, log: s.log,
-		maxQueued: DefaultMaxQueuedMessages, maxBytes: DefaultMaxQueuedBytes}
+		maxQueued: s.opts.MaxQueuedMessages, maxBytes: s.opts.MaxQueuedBytes}
 }
 
 type stdioTransport struct {

@@ -48,6 +48,7 @@ type system struct {
 	srv      *mcp.Server
 	logs     *syncBuffer
 	stopHost func()
+	mods     []func(*mcp.Options)
 }
 
 type syncBuffer struct {
@@ -67,11 +68,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newSystem(t *testing.T) *system {
+// newSystem starts a system; mods adjust the mcp.Options of its server.
+func newSystem(t *testing.T, mods ...func(*mcp.Options)) *system {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s := &system{t: t, dir: t.TempDir(), logs: &syncBuffer{}}
+	s := &system{t: t, dir: t.TempDir(), logs: &syncBuffer{}, mods: mods}
 	log := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	cdb, err := store.Open(ctx, "sqlite:"+filepath.Join(s.dir, "webchat.db"), store.Options{DataDir: s.dir})
@@ -142,7 +144,11 @@ func (s *system) startHost(ctx context.Context, log *slog.Logger) {
 	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	m, err := mcp.New(ctx, mcp.Options{Host: h, Inbox: s.inbox, UserID: "ann", Logger: log})
+	mo := mcp.Options{Host: h, Inbox: s.inbox, UserID: "ann", Logger: log}
+	for _, mod := range s.mods {
+		mod(&mo)
+	}
+	m, err := mcp.New(ctx, mo)
 	if err != nil {
 		t.Fatal(err)
 	}
