@@ -20,7 +20,7 @@ import (
 // rawSession is a stdio session of the server driven line by line, as a
 // buggy client would.
 type rawSession struct {
-	t    *testing.T
+	t    testing.TB
 	in   *io.PipeWriter // the server's stdin
 	out  *bufio.Reader  // the server's stdout
 	outR *io.PipeReader

@@ -39,7 +39,7 @@ const (
 // mcp.Inbox, and an mcp.Server in front of it. Everything the host, the
 // connector and the SDK log goes to logs.
 type system struct {
-	t        *testing.T
+	t        testing.TB
 	dir      string
 	baseURL  string
 	hdb      *store.DB
@@ -72,7 +72,7 @@ func (s *syncBuffer) String() string {
 }
 
 // newSystem starts a system; mods adjust the mcp.Options of its server.
-func newSystem(t *testing.T, mods ...func(*mcp.Options)) *system {
+func newSystem(t testing.TB, mods ...func(*mcp.Options)) *system {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -202,7 +202,7 @@ func (s *system) waitOnline(ctx context.Context) {
 // transport; it records every JSON-RPC message both ways and the
 // resources/updated notifications.
 type client struct {
-	t            *testing.T
+	t            testing.TB
 	cs           *sdk.ClientSession
 	wire         *syncBuffer
 	updated      chan string
@@ -326,7 +326,7 @@ func (c *client) waitTool(name string) *sdk.Tool {
 
 // browser is a web chat page in a room.
 type browser struct {
-	t      *testing.T
+	t      testing.TB
 	c      *http.Client
 	base   string
 	room   string
