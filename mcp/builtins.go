@@ -28,7 +28,9 @@ func (s *Server) addBuiltinTools() {
 			`"connector_card_id":{"type":"string","description":"only when two connectors use the same channel id"},` +
 			`"tool_call_id":{"type":"string","maxLength":128,"description":"` + toolCallIDDescribe + `"}},` +
 			`"required":["text"],"additionalProperties":false}`),
-		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true},
+		// Not idempotent: a repeated call sends again unless it repeats
+		// its tool_call_id.
+		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false)},
 	}, s.messageSend)
 	s.srv.AddTool(&sdk.Tool{Name: ToolMessagesRead, Title: "Read new messages",
 		Description: "Returns the next unread messages users sent on the signed-in channels, oldest first, and marks them read (each is returned once). Files come as resource links. Answer with connector_message_send on the message's connector_channel_id.",
@@ -196,14 +198,20 @@ func progressRelay(ctx context.Context, ss *sdk.ServerSession, token any) (func(
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		n := 0.0
+		last := 0.0
 		for p := range ch {
-			n++
-			prog := n
-			if p.Progress != nil && *p.Progress > 0 {
-				prog = *p.Progress
+			// MCP wants progress to increase: a fraction the tool gives
+			// is shown out of 100 when it moves forward, any other
+			// update counts one step.
+			n := &sdk.ProgressNotificationParams{ProgressToken: token, Progress: last + 1, Message: p.Message}
+			if p.Progress != nil && *p.Progress*100 > last {
+				n.Progress, n.Total = *p.Progress*100, 100
 			}
-			_ = ss.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: prog, Message: p.Message})
+			last = n.Progress
+			if n.Message == "" {
+				n.Message = p.Status
+			}
+			_ = ss.NotifyProgress(ctx, n)
 		}
 	}()
 	var mu sync.Mutex

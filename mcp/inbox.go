@@ -178,7 +178,7 @@ func (in *Inbox) take(ctx context.Context, userID, ucID string, max int, wait ti
 
 // followUpWait is how long messages_read waits for the next message after
 // it has one (the next of a channel comes once the previous is acked).
-const followUpWait = 150 * time.Millisecond
+const followUpWait = 50 * time.Millisecond
 
 // waiting reports the number of messages waiting for userID.
 func (in *Inbox) waiting(userID string) int {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -55,6 +56,10 @@ type Options struct {
 	MaxReadWait      time.Duration // default DefaultMaxReadWait
 	MaxSignins       int           // default DefaultMaxSignins
 	MaxFileBytes     int64         // default DefaultMaxFileBytes
+	// MaxQueuedMessages and MaxQueuedBytes bound what a stdio session
+	// holds for a client that does not read (see [Server.StdioTransport]).
+	MaxQueuedMessages int // default DefaultMaxQueuedMessages
+	MaxQueuedBytes    int // default DefaultMaxQueuedBytes
 }
 
 // Server is an MCP server in front of a [host.Host]: the tools of the
@@ -119,6 +124,12 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.MaxFileBytes <= 0 {
 		opts.MaxFileBytes = DefaultMaxFileBytes
 	}
+	if opts.MaxQueuedMessages <= 0 {
+		opts.MaxQueuedMessages = DefaultMaxQueuedMessages
+	}
+	if opts.MaxQueuedBytes <= 0 {
+		opts.MaxQueuedBytes = DefaultMaxQueuedBytes
+	}
 	s := &Server{opts: opts, h: opts.Host, in: opts.Inbox, log: opts.Logger,
 		changed: make(chan struct{}, 1), dirty: make(chan string, 256),
 		tools: map[string]bool{}, res: map[string]bool{}, signins: newSignins(opts.MaxSignins)}
@@ -163,17 +174,22 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	return s.srv.Run(ctx, t)
 }
 
-// Transport returns the stdio transport with the server's message bound.
-func (s *Server) Transport() sdk.Transport {
-	return &sdk.StdioTransport{MaxLineLength: s.opts.MaxMessageBytes}
-}
+// MinTokenBytes is the shortest bearer token HTTPHandler takes.
+const MinTokenBytes = 16
+
+// HTTPWriteTimeout bounds each write to an HTTP client: a client that
+// stops reading its event stream loses that stream (its session's
+// notifications), and no other session waits for it longer than this.
+const HTTPWriteTimeout = 10 * time.Second
 
 // HTTPHandler serves streamable HTTP sessions to clients that present
 // "Authorization: Bearer <token>" (compared in constant time); others get
-// 401. token must not be empty.
+// 401. token must be at least MinTokenBytes long. A request body is
+// bounded by Options.MaxMessageBytes (413 beyond), each write by
+// HTTPWriteTimeout.
 func (s *Server) HTTPHandler(token string) (http.Handler, error) {
-	if token == "" {
-		return nil, errors.New("mcp: an HTTP bearer token is required")
+	if len(token) < MinTokenBytes {
+		return nil, fmt.Errorf("mcp: the HTTP bearer token must be at least %d bytes", MinTokenBytes)
 	}
 	want := sha256.Sum256([]byte(token))
 	inner := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv },
@@ -187,9 +203,43 @@ func (s *Server) HTTPHandler(token string) (http.Handler, error) {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
-		inner.ServeHTTP(w, r)
+		// A connection's deadline outlives its request: every request
+		// starts and ends with a fresh one, so that what net/http writes
+		// itself (headers, the last chunk) never meets an old one.
+		dw := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
+		dw.extend()
+		inner.ServeHTTP(dw, r)
+		dw.extend()
 	}), nil
 }
+
+// deadlineWriter sets a write deadline of HTTPWriteTimeout before each
+// write and flush, so that a client that never reads blocks no writer of
+// the server for longer.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (w *deadlineWriter) extend() { _ = w.rc.SetWriteDeadline(time.Now().Add(HTTPWriteTimeout)) }
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	w.extend()
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *deadlineWriter) WriteHeader(code int) {
+	w.extend()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *deadlineWriter) Flush() {
+	w.extend()
+	_ = w.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func equalFold(a, b string) bool {
 	if len(a) != len(b) {
@@ -225,11 +275,16 @@ func (s *Server) historyChanged(ucID string) {
 	}
 }
 
-// Close stops the notifier goroutine and waits for it. Sessions end with
-// their transports. Calling it more than once is safe.
+// Close ends the sessions still open (those of [Server.HTTPHandler]
+// among them) and waits for them, then stops the notifier goroutine and
+// waits for it. Calling it more than once is safe.
 func (s *Server) Close() error {
 	s.in.setNotify(nil)
 	s.cancel()
+	for ss := range s.srv.Sessions() {
+		_ = ss.Close()
+		_ = ss.Wait()
+	}
 	s.wg.Wait()
 	return nil
 }

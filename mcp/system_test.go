@@ -39,7 +39,7 @@ const (
 // mcp.Inbox, and an mcp.Server in front of it. Everything the host, the
 // connector and the SDK log goes to logs.
 type system struct {
-	t        *testing.T
+	t        testing.TB
 	dir      string
 	baseURL  string
 	hdb      *store.DB
@@ -48,6 +48,10 @@ type system struct {
 	srv      *mcp.Server
 	logs     *syncBuffer
 	stopHost func()
+	mods     []func(*mcp.Options)
+	cardID   string
+	// secrets must never be in the logs nor in what the server sends.
+	secrets []string
 }
 
 type syncBuffer struct {
@@ -67,11 +71,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newSystem(t *testing.T) *system {
+// newSystem starts a system; mods adjust the mcp.Options of its server.
+func newSystem(t testing.TB, mods ...func(*mcp.Options)) *system {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s := &system{t: t, dir: t.TempDir(), logs: &syncBuffer{}}
+	s := &system{t: t, dir: t.TempDir(), logs: &syncBuffer{}, mods: mods}
 	log := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	cdb, err := store.Open(ctx, "sqlite:"+filepath.Join(s.dir, "webchat.db"), store.Options{DataDir: s.dir})
@@ -101,6 +106,18 @@ func newSystem(t *testing.T) *system {
 			t.Errorf("connector: %v", err)
 		}
 	})
+	s.admit(ctx, log, webchat.CardID)
+	return s
+}
+
+// admit starts the host and the MCP server and admits the connector at
+// s.baseURL (of Card cardID) with testAPIKey; at the end of the test the
+// host's and server's logs must hold none of s.secrets.
+func (s *system) admit(ctx context.Context, log *slog.Logger, cardID string) {
+	t := s.t
+	var err error
+	s.cardID = cardID
+	s.secrets = append(s.secrets, testAPIKey, testAccessCode)
 	s.hdb, err = store.Open(ctx, "sqlite:"+filepath.Join(s.dir, "host.db"), store.Options{DataDir: s.dir})
 	if err != nil {
 		t.Fatal(err)
@@ -113,11 +130,12 @@ func newSystem(t *testing.T) *system {
 	s.waitOnline(ctx)
 	s.srv.Changed()
 	t.Cleanup(func() {
-		if strings.Contains(s.logs.String(), testAPIKey) || strings.Contains(s.logs.String(), testAccessCode) {
-			t.Error("a secret is in the logs")
+		for _, secret := range s.secrets {
+			if strings.Contains(s.logs.String(), secret) {
+				t.Errorf("the secret %q is in the logs", secret)
+			}
 		}
 	})
-	return s
 }
 
 // startHost starts a host and an MCP server on the system's host store
@@ -142,7 +160,11 @@ func (s *system) startHost(ctx context.Context, log *slog.Logger) {
 	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	m, err := mcp.New(ctx, mcp.Options{Host: h, Inbox: s.inbox, UserID: "ann", Logger: log})
+	mo := mcp.Options{Host: h, Inbox: s.inbox, UserID: "ann", Logger: log}
+	for _, mod := range s.mods {
+		mod(&mo)
+	}
+	m, err := mcp.New(ctx, mo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +188,7 @@ func (s *system) startHost(ctx context.Context, log *slog.Logger) {
 
 func (s *system) waitOnline(ctx context.Context) {
 	for {
-		if c, ok := s.host.Connector(webchat.CardID); ok && c.Link == host.LinkOnline {
+		if c, ok := s.host.Connector(s.cardID); ok && c.Link == host.LinkOnline {
 			return
 		}
 		if ctx.Err() != nil {
@@ -180,11 +202,12 @@ func (s *system) waitOnline(ctx context.Context) {
 // transport; it records every JSON-RPC message both ways and the
 // resources/updated notifications.
 type client struct {
-	t            *testing.T
+	t            testing.TB
 	cs           *sdk.ClientSession
 	wire         *syncBuffer
 	updated      chan string
 	toolsChanged chan struct{}
+	progress     chan *sdk.ProgressNotificationParams
 }
 
 func (s *system) connect() *client {
@@ -192,7 +215,8 @@ func (s *system) connect() *client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c := &client{t: t, wire: &syncBuffer{}, updated: make(chan string, 64), toolsChanged: make(chan struct{}, 64)}
+	c := &client{t: t, wire: &syncBuffer{}, updated: make(chan string, 64), toolsChanged: make(chan struct{}, 64),
+		progress: make(chan *sdk.ProgressNotificationParams, 64)}
 	st, ct := sdk.NewInMemoryTransports()
 	ss, err := s.srv.SDK().Connect(ctx, st, nil)
 	if err != nil {
@@ -202,6 +226,12 @@ func (s *system) connect() *client {
 		ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) {
 			select {
 			case c.updated <- r.Params.URI:
+			default:
+			}
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+			select {
+			case c.progress <- r.Params:
 			default:
 			}
 		},
@@ -228,7 +258,7 @@ func (s *system) connect() *client {
 			if !strings.HasPrefix(line, "read: ") {
 				continue
 			}
-			for _, secret := range []string{testAPIKey, testAccessCode} {
+			for _, secret := range s.secrets {
 				if strings.Contains(line, secret) {
 					t.Errorf("an MCP message from the server holds the secret %q: %.200s", secret, line)
 				}
@@ -296,7 +326,7 @@ func (c *client) waitTool(name string) *sdk.Tool {
 
 // browser is a web chat page in a room.
 type browser struct {
-	t      *testing.T
+	t      testing.TB
 	c      *http.Client
 	base   string
 	room   string

@@ -20,6 +20,7 @@ func newRootCmd() *cobra.Command {
 		newDemoCmd(),
 		newServeCmd(),
 		newHostCmd(),
+		newMCPCmd(),
 		newCheckCmd(),
 		newValidateCmd(),
 		newBenchCmd(),
