@@ -129,3 +129,41 @@ func TestUnbound(t *testing.T) {
 		t.Errorf("after every envelope was acked the bot had posted %q in #random, want one answer", got)
 	}
 }
+
+// TestStatus: while the echo agent answers a message written in a thread,
+// its activity is the bot's status there (assistant.threads.setStatus:
+// "is thinking…", then cleared); a top-level message sets none. After
+// Slack refuses the status, the connector stops asking for
+// StatusRetryAfter, and answers are not affected.
+func TestStatus(t *testing.T) {
+	f, api := newFake(t, nil)
+	echoHost(t, f, api, login, nil)
+
+	f.Say(general, alice, "top level")
+	waitSent(t, f, general, "the top-level answer", answered("You said: top level"))
+	if n := f.Calls("assistant.threads.setStatus"); n != 0 {
+		t.Errorf("%d statuses set for a top-level message", n)
+	}
+
+	parent := f.Say(general, alice, "parent")
+	waitSent(t, f, general, "the parent answered", answered("You said: parent"))
+	f.SayWith(general, alice, "in thread", slacktest.SayOptions{ThreadTS: parent})
+	waitSent(t, f, general, "the thread reply answered", answered("You said: in thread"))
+	e2e.Eventually(t, "the status cleared", func() bool {
+		st := f.Statuses(general, parent)
+		return len(st) >= 2 && st[len(st)-1] == ""
+	})
+	if st := f.Statuses(general, parent); st[0] != "is thinking…" {
+		t.Errorf("statuses %q, want \"is thinking…\" first", st)
+	}
+
+	f.FailNext("assistant.threads.setStatus", "method_not_supported_for_channel_type", 0)
+	f.SayWith(general, alice, "again", slacktest.SayOptions{ThreadTS: parent})
+	waitSent(t, f, general, "the second thread reply answered", answered("You said: again"))
+	calls := f.Calls("assistant.threads.setStatus")
+	f.SayWith(general, alice, "once more", slacktest.SayOptions{ThreadTS: parent})
+	waitSent(t, f, general, "the third thread reply answered", answered("You said: once more"))
+	if n := f.Calls("assistant.threads.setStatus"); n != calls {
+		t.Errorf("%d more statuses asked for after Slack refused one", n-calls)
+	}
+}

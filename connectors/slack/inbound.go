@@ -248,6 +248,12 @@ func (c *Connector) deliver(ctx context.Context, m *connector.Members[binding], 
 		for _, f := range files {
 			um.Files = append(um.Files, connector.OutgoingFile{Name: f.name, MimeType: f.mime, Type: f.typ, Content: bytes.NewReader(f.data)})
 		}
+		// The agent's activity is shown in the thread of the message (none
+		// for a top-level one, whose answer is no thread reply); saved
+		// first, as the agent may report activity before Publish returns.
+		if err := mb.Channel.SaveState(ctx, statusThreadKey, statusThread{Channel: in.Channel, ThreadTS: in.ThreadTS}); err != nil {
+			c.log.Warn("slack: save status thread", "channel", mb.Channel.ID(), "err", err)
+		}
 		if _, err := mb.Channel.Publish(ctx, um); err != nil {
 			if perr := protocol.AsError(err); perr != nil && perr.Code == protocol.CodeConnectionNotAuthenticated {
 				continue // signed out meanwhile: nobody to deliver to
