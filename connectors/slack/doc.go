@@ -36,6 +36,11 @@
 // the message retryable. A token Slack refuses (invalid_auth,
 // token_revoked, account_inactive) moves the channel to revoked.
 //
+// Activity: while the agent answers a message written in a thread, its
+// activity is the bot's status there (assistant.threads.setStatus, which
+// Slack documents for AI assistant threads); a refusal turns it off for
+// the channel for StatusRetryAfter.
+//
 // Tool slack_message_send posts text, and optionally a file, to the
 // channel's conversation.
 //

@@ -130,25 +130,36 @@ func (c *Connector) onEvent(ctx context.Context, smc *socketmode.Client, m *conn
 // onEventsAPI publishes the message of a message or app_mention event.
 func (c *Connector) onEventsAPI(ctx context.Context, m *connector.Members[binding], ev socketmode.Event) error {
 	ea, ok := ev.Data.(slackevents.EventsAPIEvent)
-	if !ok || ea.Type != slackevents.CallbackEvent {
+	if !ok {
 		return nil
 	}
-	var in incoming
+	in, ok := incomingOf(ea)
+	if !ok {
+		return nil
+	}
+	return c.deliver(ctx, m, &in)
+}
+
+// incomingOf reads the message of an Events API callback: a message or an
+// app_mention event. Any other event reports false.
+func incomingOf(ea slackevents.EventsAPIEvent) (incoming, bool) {
+	if ea.Type != slackevents.CallbackEvent {
+		return incoming{}, false
+	}
 	switch e := ea.InnerEvent.Data.(type) {
 	case *slackevents.MessageEvent:
-		in = incoming{Channel: e.Channel, ChannelType: e.ChannelType, TS: e.TimeStamp, ThreadTS: e.ThreadTimeStamp, User: e.User,
+		in := incoming{Channel: e.Channel, ChannelType: e.ChannelType, TS: e.TimeStamp, ThreadTS: e.ThreadTimeStamp, User: e.User,
 			BotID: e.BotID, SubType: e.SubType, Text: e.Text}
 		if e.Message != nil {
 			in.Files = e.Message.Files
 			in.BotID = firstOf(in.BotID, e.Message.BotID)
 		}
+		return in, true
 	case *slackevents.AppMentionEvent:
-		in = incoming{Channel: e.Channel, TS: e.TimeStamp, ThreadTS: e.ThreadTimeStamp, User: e.User, BotID: e.BotID,
-			Text: e.Text, Files: e.Files, Mention: true}
-	default:
-		return nil
+		return incoming{Channel: e.Channel, TS: e.TimeStamp, ThreadTS: e.ThreadTimeStamp, User: e.User, BotID: e.BotID,
+			Text: e.Text, Files: e.Files, Mention: true}, true
 	}
-	return c.deliver(ctx, m, &in)
+	return incoming{}, false
 }
 
 func firstOf(a, b string) string {
@@ -236,6 +247,12 @@ func (c *Connector) deliver(ctx context.Context, m *connector.Members[binding], 
 		um := connector.UserMessage{MessageID: in.id(), Text: text, CreatedAt: tsTime(in.TS), ReplyContext: rt}
 		for _, f := range files {
 			um.Files = append(um.Files, connector.OutgoingFile{Name: f.name, MimeType: f.mime, Type: f.typ, Content: bytes.NewReader(f.data)})
+		}
+		// The agent's activity is shown in the thread of the message (none
+		// for a top-level one, whose answer is no thread reply); saved
+		// first, as the agent may report activity before Publish returns.
+		if err := mb.Channel.SaveState(ctx, statusThreadKey, statusThread{Channel: in.Channel, ThreadTS: in.ThreadTS}); err != nil {
+			c.log.Warn("slack: save status thread", "channel", mb.Channel.ID(), "err", err)
 		}
 		if _, err := mb.Channel.Publish(ctx, um); err != nil {
 			if perr := protocol.AsError(err); perr != nil && perr.Code == protocol.CodeConnectionNotAuthenticated {

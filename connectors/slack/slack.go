@@ -227,6 +227,7 @@ func (c *Connector) register() error {
 	}
 	c.srv.OnAssistantMessage(c.stream.Final)
 	c.srv.OnAssistantDelta(c.stream.Delta)
+	c.srv.OnActivity(c.activity)
 	return errors.Join(errs...)
 }
 

@@ -5,7 +5,8 @@
 // to see what the bot did there (Sent, Messages).
 //
 // Web API (https://api.slack.com/web): auth.test, apps.connections.open,
-// chat.postMessage, chat.update, chat.delete, conversations.history,
+// chat.postMessage, chat.update, chat.delete, assistant.threads.setStatus
+// (kept per thread, see Statuses), conversations.history,
 // conversations.replies, conversations.info, files.getUploadURLExternal
 // (with its upload URL), files.completeUploadExternal and the download of
 // a file's url_private with the bot token. Tokens are read from the
@@ -137,6 +138,7 @@ type Server struct {
 	msgs      map[string][]*Message // by conversation, oldest first
 	files     map[string]*File      // by id
 	uploads   map[string]*pendingUpload
+	statuses  map[string][]string  // by conversation and thread ts: the statuses set, oldest first
 	fails     map[string][]failure // by method
 	calls     map[string]int
 	lastMicro int64
@@ -172,7 +174,7 @@ func New(opts Options) *Server {
 		opts.PingInterval = 5 * time.Second
 	}
 	return &Server{opts: opts, apps: map[string]*appState{}, bots: map[string]*appState{}, convs: map[string]*Conversation{},
-		msgs: map[string][]*Message{}, files: map[string]*File{}, uploads: map[string]*pendingUpload{},
+		msgs: map[string][]*Message{}, files: map[string]*File{}, uploads: map[string]*pendingUpload{}, statuses: map[string][]string{},
 		fails: map[string][]failure{}, calls: map[string]int{}, changed: make(chan struct{}), closed: make(chan struct{})}
 }
 
@@ -323,6 +325,14 @@ func (s *Server) Sent(conv string) []Message {
 		}
 	}
 	return out
+}
+
+// Statuses returns the statuses assistant.threads.setStatus set in the
+// thread threadTS of conv, oldest first ("" clears the status).
+func (s *Server) Statuses(conv, threadTS string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.statuses[conv+"/"+threadTS])
 }
 
 // Messages returns every message of conv, oldest first.

@@ -94,6 +94,17 @@ func TestWebAPI(t *testing.T) {
 	if _, _, err := api.PostMessageContext(ctx, channel, slack.MsgOptionText(strings.Repeat("a", slacktest.MaxTextLen+1), false)); slackErr(err) != "msg_too_long" {
 		t.Errorf("posting a long text: %v", err)
 	}
+	for _, status := range []string{"is thinking…", ""} {
+		if err := api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: channel, ThreadTS: parent, Status: status}); err != nil {
+			t.Fatalf("assistant.threads.setStatus %q: %v", status, err)
+		}
+	}
+	if got := f.Statuses(channel, parent); len(got) != 2 || got[0] != "is thinking…" || got[1] != "" {
+		t.Errorf("statuses %q, want the status set, then cleared", got)
+	}
+	if err := api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: channel, ThreadTS: "1.000001", Status: "x"}); slackErr(err) != "invalid_thread_ts" {
+		t.Errorf("status of no thread: %v", err)
+	}
 	sent := f.Sent(channel)
 	if len(sent) != 1 || sent[0].Text != "first, edited" || sent[0].ThreadTS != parent || len(sent[0].Edits) != 1 {
 		t.Fatalf("sent %+v", sent)

@@ -150,6 +150,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, method string)
 		s.update(w, a, v)
 	case "chat.delete":
 		s.delete(w, a, v)
+	case "assistant.threads.setStatus":
+		s.setStatus(w, v)
 	case "conversations.history":
 		s.history(w, a, v, false)
 	case "conversations.replies":
@@ -308,6 +310,25 @@ func (s *Server) delete(w http.ResponseWriter, a *appState, v url.Values) {
 	m.Deleted = true
 	s.notify()
 	ok(w, map[string]any{"channel": c.ID, "ts": m.TS})
+}
+
+// setStatus records the status of a thread (an existing message's ts);
+// an empty status clears it.
+func (s *Server) setStatus(w http.ResponseWriter, v url.Values) {
+	c, e := s.conv(v.Get("channel_id"))
+	if e == "" && s.find(c.ID, v.Get("thread_ts")) == nil {
+		e = "invalid_thread_ts"
+	}
+	if e != "" {
+		fail(w, e)
+		return
+	}
+	k := c.ID + "/" + v.Get("thread_ts")
+	if l := s.statuses[k]; len(l) < MaxMessages {
+		s.statuses[k] = append(l, v.Get("status"))
+	}
+	s.notify()
+	ok(w, nil)
 }
 
 // tsLess orders two message timestamps ("seconds.micros").
