@@ -39,6 +39,7 @@ func newServeCmd() *cobra.Command {
 	cmd.AddCommand(newServeFeishuCmd())
 	cmd.AddCommand(newServeWecomCmd())
 	cmd.AddCommand(newServeSlackCmd())
+	cmd.AddCommand(newServeDiscordCmd())
 	cmd.AddCommand(newServeADBCmd())
 	return cmd
 }

@@ -396,6 +396,23 @@ func (s *Server) Reconnect(token string) {
 	}
 }
 
+// InvalidSession sends INVALID_SESSION (op 9, d=false) on the token's
+// ready Gateway connections and forgets their sessions, as Discord does
+// when it ends a session: the client must IDENTIFY again (on the same
+// connection, or after reconnecting), and what is written until its new
+// READY is dispatched to no session.
+func (s *Server) InvalidSession(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.token() == token {
+			delete(s.sessions, c.sess.id)
+			c.sess = nil
+			c.send(frame{Op: opInvalidSession, D: json.RawMessage("false")})
+		}
+	}
+}
+
 // InvalidateSessions forgets the token's Gateway sessions: a RESUME is
 // answered INVALID_SESSION.
 func (s *Server) InvalidateSessions(token string) {
