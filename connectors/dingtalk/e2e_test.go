@@ -73,4 +73,6 @@ func chat(tb testing.TB, _ string) *e2e.Fake {
 // ackError is a bot message the connector did not ack 200.
 type ackError struct{ code int }
 
-func (e *ackError) Error() string { return "the connector acked the bot message " + http.StatusText(e.code) }
+func (e *ackError) Error() string {
+	return "the connector acked the bot message " + http.StatusText(e.code)
+}
