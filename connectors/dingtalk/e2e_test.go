@@ -49,6 +49,11 @@ const toolText = "posted by tool.invoke"
 // chat is the fake DingTalk with alice writing to the robot 1:1.
 func chat(tb testing.TB, _ string) *e2e.Fake {
 	f, url := newFake(tb)
+	return chatOn(f, url)
+}
+
+// chatOn is the kit's view of the fake f at url.
+func chatOn(f *dingtalktest.Server, url string) *e2e.Fake {
 	return &e2e.Fake{Addr: url,
 		Say: func(ctx context.Context, text string) error {
 			if err := f.WaitConnected(ctx, testClient); err != nil {
