@@ -38,6 +38,7 @@ func newServeCmd() *cobra.Command {
 	cmd.AddCommand(newServeTelegramCmd())
 	cmd.AddCommand(newServeFeishuCmd())
 	cmd.AddCommand(newServeWecomCmd())
+	cmd.AddCommand(newServeDingtalkCmd())
 	cmd.AddCommand(newServeADBCmd())
 	return cmd
 }
