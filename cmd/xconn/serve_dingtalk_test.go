@@ -17,8 +17,9 @@ import (
 // TestServeDingtalk runs "xconn serve dingtalk" against a fake DingTalk:
 // the printed Base URL, hosts and reply mode, the im.dingtalk Card with
 // its sign-in form, "xconn check" signed in with an app passing (the
-// inbound checks are TestE2E's, where the fake can write), "Stopping…" and exit 0 after Ctrl-C, no secret or issued token in any
-// output; a wrong flag or value fails with its exit code.
+// inbound checks are TestE2E's, where the fake can write), "Stopping…"
+// and exit 0 after Ctrl-C, no secret or issued token in any output; a
+// wrong flag or value fails with its exit code.
 func TestServeDingtalk(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	const clientID, secret, template = "dingserveapp0001", "ServeClientSecretValue0123456789abc", "tpl-0001.schema"
