@@ -211,6 +211,32 @@ func TestCardFlags(t *testing.T) {
 	if sent[2].Text != "Bit by bit" || sent[2].Via != "card" {
 		t.Fatalf("card %+v", sent[2])
 	}
+	// A card DingTalk refuses to create (a missing card permission): the
+	// final is sent once as a message.
+	id = say(t, f, dingtalktest.Message{ConversationType: dingtalktest.ConversationGroup, ConversationID: groupConv, AtBot: true, SenderStaffID: "bob", Text: "no card"})
+	cl.ExpectAccept(ch)
+	f.FailNext(dingtalktest.PathCardDeliver, http.StatusForbidden, "Forbidden.AccessDenied.AccessTokenPermissionDenied", 0)
+	cl.Delta(ch, "c3", 1, "Start")
+	time.Sleep(60 * time.Millisecond)
+	if ack := cl.Final(ch, protocol.ChatMessagePayload{MessageID: "c3", InReplyTo: id, Text: "Start and end"}); ack.Status != protocol.AckAccepted {
+		t.Fatalf("ack %+v", ack)
+	}
+	sent = waitSent(t, f, groupConv, "the final without a card", func(s []dingtalktest.Sent) bool { return len(s) >= 4 })
+	if len(sent) != 4 || sent[3].Via != "session" || sent[3].Text != "Start and end" {
+		t.Fatalf("sent %+v", sent)
+	}
+}
+
+// TestExclusiveApp: one app, one channel: a second sign-in with the same
+// Client ID is refused while the first channel lives.
+func TestExclusiveApp(t *testing.T) {
+	_, api := newFake(t)
+	cn := startConn(t, t.TempDir(), api, "127.0.0.1:0", nil)
+	cl := cn.Dial(t)
+	cl.SignIn(FlowApp, login)
+	if _, _, err := cl.OpenAndSignIn(ctxT(t), FlowApp, login); err == nil || !strings.Contains(err.Error(), "already in use") {
+		t.Fatalf("second sign-in: %v", err)
+	}
 }
 
 // TestAckAfterPublish: a bot message DingTalk got a 200 for is in the
