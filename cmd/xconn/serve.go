@@ -40,6 +40,7 @@ func newServeCmd() *cobra.Command {
 	cmd.AddCommand(newServeWecomCmd())
 	cmd.AddCommand(newServeSlackCmd())
 	cmd.AddCommand(newServeDiscordCmd())
+	cmd.AddCommand(newServeDingtalkCmd())
 	cmd.AddCommand(newServeADBCmd())
 	return cmd
 }

@@ -61,7 +61,9 @@ func (c *Connector) replyTarget(ctx context.Context, ch *connector.Channel, inRe
 // partTarget is where one call of a message goes: a tool's post to the
 // default chat, an answer where the message it answers was written.
 func (c *Connector) partTarget(ctx context.Context, ch *connector.Channel, part connector.MessagePart) (target, error) {
-	if part.ToolCallID != "" {
+	// A tool's post carries the call's tool_call_id when xAgent gave one;
+	// its message id is "tool:..." either way (connector.Post).
+	if part.ToolCallID != "" || strings.HasPrefix(part.MessageID, "tool:") {
 		t, err := c.defaultTarget(ctx, ch)
 		t.tool = true
 		return t, err

@@ -240,6 +240,36 @@ func (sc *streamConn) keepalive(ctx context.Context, stop context.CancelFunc) {
 // unresponsive socket.
 var errPingTimeout = errors.New("stream ping unanswered")
 
+// frameKind is what a frame asks of the client.
+type frameKind int
+
+const (
+	frameBad        frameKind = iota // not a frame: logged and skipped
+	framePing                        // SYSTEM ping: answered with its data
+	frameDisconnect                  // SYSTEM disconnect: reconnect
+	frameBotMessage                  // CALLBACK bot message: publish, then ack
+	frameOther                       // a topic not subscribed: acked 404
+)
+
+// decodeFrame decodes one text frame of the Stream connection (§3.3) and
+// says what it asks; a frame without headers is bad.
+func decodeFrame(data []byte) (frame, frameKind) {
+	var f frame
+	if err := json.Unmarshal(data, &f); err != nil || f.Headers == nil {
+		return frame{}, frameBad
+	}
+	topic := f.Headers["topic"]
+	switch {
+	case f.Type == typeSystem && topic == "ping":
+		return f, framePing
+	case f.Type == typeSystem && topic == "disconnect":
+		return f, frameDisconnect
+	case f.Type == typeCallback && topic == topicBotMessage:
+		return f, frameBotMessage
+	}
+	return f, frameOther
+}
+
 // readLoop reads frames until the socket, ctx or a SYSTEM disconnect
 // ends it; it never runs a handler: bot messages go to the worker.
 func (sc *streamConn) readLoop(ctx context.Context) error {
@@ -256,19 +286,16 @@ func (sc *streamConn) readLoop(ctx context.Context) error {
 		if typ != websocket.MessageText {
 			continue
 		}
-		var f frame
-		if err := json.Unmarshal(data, &f); err != nil || f.Headers == nil {
+		f, kind := decodeFrame(data)
+		switch kind {
+		case frameBad:
 			sc.c.log.Warn("dingtalk: bad stream frame", "client_id", sc.app)
-			continue
-		}
-		topic := f.Headers["topic"]
-		switch {
-		case f.Type == typeSystem && topic == "ping":
+		case framePing:
 			sc.ack(ctx, f, http.StatusOK, f.Data) // echoes the opaque
-		case f.Type == typeSystem && topic == "disconnect":
+		case frameDisconnect:
 			sc.c.log.Info("dingtalk: stream disconnect announced; reconnecting", "client_id", sc.app)
 			return nil
-		case f.Type == typeCallback && topic == topicBotMessage:
+		case frameBotMessage:
 			n := int64(len(f.Data))
 			if sc.queued.Add(n) > maxQueueBytes {
 				sc.queued.Add(-n)
@@ -283,7 +310,7 @@ func (sc *streamConn) readLoop(ctx context.Context) error {
 				sc.c.log.Error("dingtalk: bot message dropped: queue full (DingTalk will not push it again)", "client_id", sc.app)
 				sc.ack(ctx, f, http.StatusInternalServerError, "")
 			}
-		default:
+		case frameOther:
 			// Not subscribed (§3.2 reserves 404 for an unknown topic).
 			sc.ack(ctx, f, http.StatusNotFound, "")
 		}
