@@ -41,6 +41,7 @@ type hostFlags struct {
 	// downloadOrigins are host.Options.DownloadOrigins.
 	downloadOrigins  []string
 	privateDownloads privateDownloadsFlag
+	health           healthFlags // serve_health.go
 }
 
 func newHostCmd() *cobra.Command {
@@ -95,6 +96,7 @@ func (f *hostFlags) register(fs *pflag.FlagSet) {
 	f.invoke.register(fs)
 	fs.StringArrayVar(&f.downloadOrigins, "download-origin", nil, `restrict the origins (scheme://host[:port]) the host downloads a connector's download_url from to these and the connector's own (repeatable; default and "*": any origin, public addresses only)`)
 	f.privateDownloads.register(fs)
+	f.health.register(fs)
 }
 
 func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f hostFlags) error {
@@ -159,6 +161,12 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 		return err
 	}
 	defer lock.Close()
+	hs, err := startHealth(f.health.addr, logger)
+	if err != nil {
+		return err
+	}
+	defer hs.Close()
+	defer context.AfterFunc(ctx, hs.stopping)()
 	var agent host.Agent = invokeAgent{}
 	if f.invoke.tool == "" {
 		if agent, err = f.agent.build(logger, secrets); err != nil {
@@ -177,6 +185,7 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 		return &exitError{code: 1, err: fmt.Errorf("open store: %w", err)}
 	}
 	defer db.Close()
+	hostStarting(hs, db)
 
 	h, err := host.New(host.Options{
 		Store: db, Delivery: db, Agent: agent, Logger: logger,
@@ -234,6 +243,7 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 	if u := chatPageOf(uc); u != "" {
 		out.printf("users chat at %s", u)
 	}
+	hostServing(hs, h, c.CardID)
 	<-ctx.Done()
 	out.printf("stopping")
 	return nil

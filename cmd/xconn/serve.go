@@ -58,6 +58,7 @@ type webchatFlags struct {
 	outboxTTL    time.Duration // 0: the SDK's default
 	leaseTTL     time.Duration // > 0: active/standby on a shared store (serve_lease.go)
 	log          logFlags
+	health       healthFlags // serve webchat only (serve_health.go)
 }
 
 func (f *webchatFlags) register(cmd *cobra.Command, withAPIKey bool) {
@@ -101,8 +102,14 @@ listener or on --public-listen. State lives in --data (SQLite) or --store.`,
 			}
 			log := newLogger(pretty, level, new(sync.Mutex), cmd.OutOrStdout(), cmd.ErrOrStderr(), nil)
 			ctx := cmd.Context()
+			hs, err := startHealth(f.health.addr, log)
+			if err != nil {
+				return err
+			}
+			defer hs.Close()
+			defer context.AfterFunc(cmd.Context(), hs.stopping)()
 			if f.leaseTTL > 0 { // a hot standby until it holds the store's active lease
-				held, err := holdActiveWebchat(ctx, f, cmd.OutOrStdout(), log)
+				held, err := holdActiveWebchat(ctx, f, cmd.OutOrStdout(), log, hs)
 				if err != nil {
 					if ctx.Err() != nil {
 						return nil
@@ -130,6 +137,8 @@ listener or on --public-listen. State lives in --data (SQLite) or --store.`,
 			}
 			stopping := make(chan struct{})
 			unwatch := context.AfterFunc(cmd.Context(), func() { fmt.Fprintln(out, "Stopping…"); close(stopping) })
+			hs.check(checkStore, rt.conn.Server().Ready)
+			hs.up("serving on " + rt.ln.Addr().String())
 			err = rt.serve(ctx)
 			if !unwatch() {
 				<-stopping
@@ -145,6 +154,7 @@ listener or on --public-listen. State lives in --data (SQLite) or --store.`,
 	}
 	f.register(cmd, true)
 	fs := cmd.Flags()
+	f.health.register(fs)
 	fs.DurationVar(&f.outboxTTL, "outbox-ttl", connector.DefaultOutboxTTL, "lifetime of an inbound message xAgent has not accepted; it then expires")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 0, "run active/standby on a shared --store (PostgreSQL): serve only while holding the store's lease of this lifetime, else wait as a hot standby that takes over within 1.25× it of the active process's end (0: off); the processes must share --data (its keys, and the file cache whose paths the store records)")
 	return cmd

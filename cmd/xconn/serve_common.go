@@ -25,6 +25,7 @@ type connFlags struct {
 	storeDSN  string
 	apiKey    string
 	log       logFlags
+	health    healthFlags
 }
 
 // register adds the shared flags to fs; dataDef is the connector's own
@@ -40,6 +41,7 @@ func (f *connFlags) register(fs *pflag.FlagSet, dataDef, dataHelp, publicHelp st
 	fs.StringVar(&f.storeDSN, "store", os.Getenv("XCONN_STORE"), `store DSN: "sqlite:/path/file.db" or "postgres://..." (default: SQLite in the data directory) (env XCONN_STORE)`)
 	registerAPIKey(fs, &f.apiKey, "system API key xAgent must present (default: env XCONN_API_KEY)")
 	f.log.register(fs, true)
+	f.health.register(fs)
 }
 
 // key returns --api-key, else XCONN_API_KEY.
@@ -79,16 +81,22 @@ func (f *connFlags) sdkOptions(sub string, log *slog.Logger) (connector.Options,
 
 // serve runs the connector a "serve <connector>" command builds, the one
 // way every such command opens: start (the key, the log flags, --data
-// locked for owner, the connector's card id), the SDK options under
-// <--data>/sub, the connector built by build (an error exits 1), the
-// listener checked, the banner (given the Base URL) printed, then
-// serveConnector until the command's context ends.
+// locked for owner, the connector's card id), --health, the SDK options
+// under <--data>/sub, the connector built by build (an error exits 1), the
+// listener checked, the server started (its store opened and migrated),
+// the banner (given the Base URL) printed, then serveConnector until the
+// command's context ends.
 func (f *connFlags) serve(cmd *cobra.Command, owner, sub string, build func(sdk connector.Options) (*connector.Server, error), banner func(base string) string) error {
 	lock, log, err := f.start(cmd, owner)
 	if err != nil {
 		return err
 	}
 	defer lock.Close()
+	hs, err := startHealth(f.health.addr, log)
+	if err != nil {
+		return err
+	}
+	defer hs.Close()
 	sdk, err := f.sdkOptions(sub, log)
 	if err != nil {
 		return err
@@ -101,8 +109,15 @@ func (f *connFlags) serve(cmd *cobra.Command, owner, sub string, build func(sdk 
 	if err != nil {
 		return err
 	}
+	if err := srv.Start(cmd.Context()); err != nil { // the store opened and migrated
+		ln.Close()
+		if cmd.Context().Err() != nil {
+			return nil // stopped while starting
+		}
+		return &exitError{code: 1, err: err}
+	}
 	fmt.Fprint(cmd.OutOrStdout(), banner("http://"+serveDialable(ln.Addr())))
-	return serveConnector(cmd, srv, ln, f.apiKey, nil)
+	return serveConnector(cmd, srv, ln, f.apiKey, hs, nil)
 }
 
 // listenChecked listens on --listen and refuses, before anything is
@@ -123,14 +138,17 @@ func (f *connFlags) listenChecked() (net.Listener, error) {
 // serveConnector serves srv on ln until the command's context ends (the
 // first SIGINT or SIGTERM), printing the no-API-key warning before and
 // "Stopping…" when the stop begins; then it runs closeAfter (for instance
-// the store the command opened). Errors exit 1.
-func serveConnector(cmd *cobra.Command, srv *connector.Server, ln net.Listener, apiKey string, closeAfter func() error) error {
+// the store the command opened). hs reports the server's readiness and
+// tells the service manager READY and STOPPING. Errors exit 1.
+func serveConnector(cmd *cobra.Command, srv *connector.Server, ln net.Listener, apiKey string, hs *healthServer, closeAfter func() error) error {
 	out := cmd.OutOrStdout()
 	if apiKey == "" {
 		fmt.Fprintln(out, "  API key:   none (set --api-key or XCONN_API_KEY before exposing --listen beyond this machine)")
 	}
 	stopping := make(chan struct{})
-	unwatch := context.AfterFunc(cmd.Context(), func() { fmt.Fprintln(out, "Stopping…"); close(stopping) })
+	unwatch := context.AfterFunc(cmd.Context(), func() { hs.stopping(); fmt.Fprintln(out, "Stopping…"); close(stopping) })
+	hs.check(checkStore, srv.Ready)
+	hs.up("serving on " + ln.Addr().String())
 	err := srv.Serve(cmd.Context(), ln)
 	if closeAfter != nil {
 		err = errors.Join(err, closeAfter())

@@ -23,8 +23,11 @@ const webchatLeaseName = "serve:" + webchat.CardID
 
 // waitActiveWebchat blocks until this process holds the active lease of
 // the web chat connector on the store of f (a hot standby until then),
-// printing one line when it starts waiting and one when it is active.
-func waitActiveWebchat(ctx context.Context, f webchatFlags, out io.Writer, log *slog.Logger) (*webchatLease, error) {
+// printing one line when it starts waiting and one when it is active. hs
+// answers for the standby meanwhile: not ready, "standby: lease held by
+// <holder>"; once active the store check says "starting" until the
+// caller's connector serves.
+func waitActiveWebchat(ctx context.Context, f webchatFlags, out io.Writer, log *slog.Logger, hs *healthServer) (*webchatLease, error) {
 	dsn := f.storeDSN
 	if dsn == "" {
 		dsn = "sqlite:" + filepath.Join(f.dataDir, "webchat.db")
@@ -38,12 +41,16 @@ func waitActiveWebchat(ctx context.Context, f webchatFlags, out io.Writer, log *
 	}
 	host, _ := os.Hostname()
 	holder := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), connector.NewID(""))
+	hs.check(checkStore, storeCheck(db))
+	hs.check(checkLease, leaseCheck(db, webchatLeaseName, holder))
+	hs.up("standby: waiting for the active lease")
 	fmt.Fprintf(out, "Standby: waiting for the active lease (takeover within %s of the active process's end)\n", f.leaseTTL*5/4)
 	l, err := connector.WaitActive(ctx, db, webchatLeaseName, holder, f.leaseTTL)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
+	hs.set(checkStore, errors.New("starting: taking over as the active replica"))
 	fmt.Fprintln(out, "Active: holding the lease")
 	log.Info("serve: active lease held", "lease", webchatLeaseName)
 	return &webchatLease{ActiveLease: l, db: db}, nil
@@ -58,8 +65,8 @@ type heldLease struct {
 
 // holdActiveWebchat waits for the active lease (waitActiveWebchat) and
 // watches it.
-func holdActiveWebchat(ctx context.Context, f webchatFlags, out io.Writer, log *slog.Logger) (*heldLease, error) {
-	l, err := waitActiveWebchat(ctx, f, out, log)
+func holdActiveWebchat(ctx context.Context, f webchatFlags, out io.Writer, log *slog.Logger, hs *healthServer) (*heldLease, error) {
+	l, err := waitActiveWebchat(ctx, f, out, log, hs)
 	if err != nil {
 		return nil, err
 	}

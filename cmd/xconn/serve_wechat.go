@@ -47,6 +47,11 @@ func runServeWechat(cmd *cobra.Command, f wechatFlags) error {
 		return err
 	}
 	defer lock.Close()
+	hs, err := startHealth(f.health.addr, log)
+	if err != nil {
+		return err
+	}
+	defer hs.Close()
 	dsn := f.storeDSN
 	if dsn == "" {
 		dsn = "sqlite:" + filepath.Join(f.dataDir, "wechat.db")
@@ -80,5 +85,5 @@ func runServeWechat(cmd *cobra.Command, f wechatFlags) error {
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "WeChat connector\n  Base URL:  http://%s\n  iLink API: %s\n  Sign in:   auth flow %s (scan the QR code with WeChat)\n",
 		serveDialable(ln.Addr()), f.apiURL, wechat.FlowQR)
-	return serveConnector(cmd, conn.Server(), ln, f.apiKey, db.Close)
+	return serveConnector(cmd, conn.Server(), ln, f.apiKey, hs, db.Close)
 }
