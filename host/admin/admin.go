@@ -408,9 +408,9 @@ func (a *Admin) channelView(ctx context.Context, uc store.UserChannel) ChannelVi
 	var d protocol.Descriptor
 	if json.Unmarshal(uc.Descriptor, &d) == nil {
 		v.Status = d.Connection.Status
-		v.Label = d.Target.Label
+		v.Label = d.Target.DisplayName
 		if v.Label == "" {
-			v.Label = d.Target.DisplayName
+			v.Label = d.Target.Label
 		}
 	}
 	switch {

@@ -69,6 +69,14 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		return "bad"
 	},
 	"join": strings.Join,
+	// qrSrc passes a QR image to an img src: only a PNG data URL (which
+	// html/template would otherwise refuse), nothing else.
+	"qrSrc": func(s string) template.URL {
+		if !strings.HasPrefix(s, "data:image/png;base64,") || strings.ContainsAny(s, "\"'<> ") {
+			return ""
+		}
+		return template.URL(s) // #nosec: a checked base64 PNG data URL
+	},
 }).ParseFS(files, "templates/*.html"))
 
 // ago renders how long ago t was, "never" for the zero time.
