@@ -50,7 +50,7 @@ func TestAuth(t *testing.T) {
 		{"wrong token with a valid cookie", "/api/state", http.Header{"Authorization": {"Bearer nope-nope-nope-nope"}, "Cookie": {cookieName + "=" + valid}}, http.StatusUnauthorized},
 		{"forged cookie", "/api/state", http.Header{"Cookie": {cookieName + "=9999999999.AAAA"}}, http.StatusUnauthorized},
 		{"expired cookie", "/api/state", http.Header{"Cookie": {cookieName + "=" + r.admin.sessionValue(time.Now().Add(-time.Second))}}, http.StatusUnauthorized},
-		{"cookie beyond its lifetime", "/api/state", http.Header{"Cookie": {cookieName + "=" + r.admin.sessionValue(time.Now().Add(30 * 24 * time.Hour))}}, http.StatusUnauthorized},
+		{"cookie beyond its lifetime", "/api/state", http.Header{"Cookie": {cookieName + "=" + r.admin.sessionValue(time.Now().Add(30*24*time.Hour))}}, http.StatusUnauthorized},
 		{"bearer", "/api/state", bearer(testToken), http.StatusOK},
 		{"bearer, page", "/", bearer(testToken), http.StatusOK},
 		{"cookie", "/api/state", http.Header{"Cookie": {cookieName + "=" + valid}}, http.StatusOK},
