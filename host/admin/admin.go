@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xconn/xconn/delivery"
 	"github.com/xconn/xconn/host"
 	"github.com/xconn/xconn/internal/qr"
 	"github.com/xconn/xconn/protocol"
@@ -163,9 +164,9 @@ func (a *Admin) OnEvent(ev host.Event) {
 		msg = "message.push failed " + ev.Detail
 	case host.EventDescriptorIgnored:
 		msg = "descriptor ignored " + ev.Detail
-	case host.EventDelivery:
-		if !strings.HasPrefix(ev.Detail, "delivered") {
-			msg = "final " + ev.Detail
+	case host.EventDelivery: // Detail: "message_id kind code"
+		if f := strings.Fields(ev.Detail); len(f) < 2 || f[1] != string(delivery.OutcomeDelivered) {
+			msg = "final not delivered: " + ev.Detail
 		}
 	}
 	if msg != "" {

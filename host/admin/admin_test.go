@@ -222,7 +222,8 @@ func TestErrorsRedactedBounded(t *testing.T) {
 	r.admin.RecordError("test", "first "+testAPIKey)
 	r.admin.RecordError("test", strings.Repeat("é", 400))
 	r.admin.OnEvent(host.Event{Kind: host.EventLink, CardID: webchat.CardID, Link: host.LinkBackoff, Detail: "dial: refused"})
-	r.admin.OnEvent(host.Event{Kind: host.EventHealth, CardID: webchat.CardID, Health: host.HealthOK}) // not an error
+	r.admin.OnEvent(host.Event{Kind: host.EventHealth, CardID: webchat.CardID, Health: host.HealthOK})      // not an error
+	r.admin.OnEvent(host.Event{Kind: host.EventDelivery, UserChannelID: "uc", Detail: "amsg_1 delivered "}) // not an error
 	r.admin.RecordError("test", "last")
 	s := r.admin.Snapshot(context.Background())
 	if len(s.Errors) != 3 || s.Errors[0].Text != "last" || !strings.HasPrefix(s.Errors[1].Text, "data plane backoff") {

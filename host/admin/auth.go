@@ -72,15 +72,16 @@ func clearSession(w http.ResponseWriter, r *http.Request) {
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 }
 
-// sameOrigin refuses a state-changing form post from another site: its
-// Origin (or Sec-Fetch-Site) must be this page's when present.
+// sameOrigin refuses a state-changing form post from another site. A
+// browser's Fetch Metadata decides when sent (same-origin, or none for a
+// user's own navigation); else the Origin, when sent, must be this page's.
 func sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return false
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return site == "same-origin" || site == "none"
 	}
 	o := r.Header.Get("Origin")
 	if o == "" {
-		return true
+		return true // not a browser: curl and scripts, which have the token anyway
 	}
 	return o == "http://"+r.Host || o == "https://"+r.Host
 }
