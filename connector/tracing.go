@@ -86,7 +86,12 @@ func (t *targetTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctx, span := t.tracer.Start(r.Context(), "target "+r.Method, trace.SpanKindClient,
 		attribute.String("http.request.method", r.Method), attribute.String("server.address", r.URL.Hostname()))
 	defer span.End()
-	resp, err := t.base.RoundTrip(r.WithContext(ctx))
+	r = r.WithContext(ctx)
+	if span.SpanContext().IsValid() {
+		r.Header = r.Header.Clone() // a RoundTripper must not modify the caller's request
+		t.tracer.InjectHeader(ctx, r.Header)
+	}
+	resp, err := t.base.RoundTrip(r)
 	if err != nil {
 		span.SetStatus(codes.Error, "request failed") // the error may quote the URL
 		return nil, err
@@ -121,11 +126,14 @@ func (s *Server) enqueueTraced(ctx context.Context, id, msgID string, payload []
 	if s.tracer == nil {
 		return s.outbox.Enqueue(ctx, id, msgID, payload)
 	}
+	// Recorded before the commit: the outbox may send the message as
+	// soon as it is committed, before Enqueue returns.
+	s.links.Put(id, msgID, xtrace.Current(ctx))
 	sctx, span := s.tracer.Start(ctx, "store.commit outbox", trace.SpanKindInternal, attrChannel.String(id), attrMessage.String(msgID))
 	res, err := s.outbox.Enqueue(sctx, id, msgID, payload)
 	xtrace.End(span, err)
-	if err == nil && res.Status == delivery.Enqueued {
-		s.links.Put(id, msgID, xtrace.Current(ctx))
+	if err != nil || res.Status != delivery.Enqueued {
+		s.links.Remove(id, msgID) // not queued by this call
 	}
 	return res, err
 }

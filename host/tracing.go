@@ -56,11 +56,14 @@ func (h *Host) enqueueFinal(ctx context.Context, ucID, msgID string, payload []b
 		_, err := h.outbox.Enqueue(ctx, ucID, msgID, payload)
 		return err
 	}
+	// Recorded before the commit: the outbox may send the final as soon
+	// as it is committed, before Enqueue returns.
+	h.links.Put(ucID, msgID, xtrace.Current(ctx))
 	sctx, span := h.tracer.Start(ctx, "store.commit outbox", trace.SpanKindInternal, attrUserChan.String(ucID), attrMessage.String(msgID))
 	res, err := h.outbox.Enqueue(sctx, ucID, msgID, payload)
 	xtrace.End(span, err)
-	if err == nil && res.Status == delivery.Enqueued {
-		h.links.Put(ucID, msgID, xtrace.Current(ctx))
+	if err != nil || res.Status != delivery.Enqueued {
+		h.links.Remove(ucID, msgID) // not queued by this call
 	}
 	return err
 }

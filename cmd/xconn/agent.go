@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/host"
@@ -35,6 +36,9 @@ type agentFlags struct {
 	noImages  bool
 	// noPreflight skips the model server check at start (preflight).
 	noPreflight bool
+	// tracerProvider receives the model calls' spans (nil: off); set by
+	// the command from the OTEL_* environment, not a flag.
+	tracerProvider trace.TracerProvider
 }
 
 // register adds the flags; def is the help text of --agent.
@@ -123,7 +127,7 @@ func (a *agentFlags) build(log *slog.Logger, secrets *connector.Redactor) (host.
 		secrets.Add(key)
 	}
 	ag, err := openai.New(openai.Options{Model: a.model, BaseURL: a.baseURL, APIKey: key, Logger: log,
-		MaxToolRounds: a.maxRounds, MemoryMessages: a.memory, NoImages: a.noImages})
+		MaxToolRounds: a.maxRounds, MemoryMessages: a.memory, NoImages: a.noImages, TracerProvider: a.tracerProvider})
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,7 @@ type hostFlags struct {
 	downloadOrigins  []string
 	privateDownloads privateDownloadsFlag
 	health           healthFlags // serve_health.go
+	admin            adminFlags  // --admin, --admin-token-file (host_admin.go)
 }
 
 func newHostCmd() *cobra.Command {
@@ -97,6 +98,7 @@ func (f *hostFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.downloadOrigins, "download-origin", nil, `restrict the origins (scheme://host[:port]) the host downloads a connector's download_url from to these and the connector's own (repeatable; default and "*": any origin, public addresses only)`)
 	f.privateDownloads.register(fs)
 	f.health.register(fs)
+	f.admin.register(fs)
 }
 
 func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f hostFlags) error {
@@ -114,6 +116,20 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 	if err := checkDownloadOrigins(f.downloadOrigins); err != nil {
 		return err
 	}
+	if err := f.admin.check(); err != nil {
+		return err
+	}
+	f.admin.hooks = &adminHooks{}
+	tracing, err := hostTracing(ctx) // OTEL_* (host_admin.go)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		_ = tracing.Shutdown(sctx)
+	}()
+	f.agent.tracerProvider = tracing
 	lineOut := stdout
 	if f.invoke.tool != "" {
 		lineOut = stderr // stdout is the call's JSON
@@ -190,13 +206,18 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 	h, err := host.New(host.Options{
 		Store: db, Delivery: db, Agent: agent, Logger: logger,
 		FilesDir: filepath.Join(f.dataDir, "files"),
-		OnPacket: func(dir protocol.Direction, _ string, env *protocol.Envelope) {
+		OnPacket: func(dir protocol.Direction, cardID string, env *protocol.Envelope) {
+			f.admin.hooks.packet(dir, cardID, env)
 			if line, ok := hostPacketLine(dir, env); ok {
 				out.printf("%s", line)
 			}
 		},
-		OnEvent:  func(ev host.Event) { out.printf("%s", eventLine(ev)) },
-		OnSecret: secrets.Add,
+		OnEvent: func(ev host.Event) {
+			f.admin.hooks.event(ev)
+			out.printf("%s", eventLine(ev))
+		},
+		OnSecret:       secrets.Add,
+		TracerProvider: tracing,
 
 		DownloadOrigins:       f.downloadOrigins,
 		AllowPrivateDownloads: f.privateDownloads.allow,
@@ -213,6 +234,11 @@ func runHost(ctx context.Context, stdout, stderr io.Writer, baseURL string, f ho
 		defer cancel()
 		_ = h.Close(cctx)
 	}()
+	stopAdmin, err := f.admin.serve(ctx, h, secrets, logger, out)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 
 	c, err := h.Admit(ctx, baseURL, apiKey)
 	if err != nil {
@@ -308,6 +334,7 @@ func ensureChannel(ctx context.Context, h *host.Host, c *host.Connector, f hostF
 		// auth.start); "sign-in" is said here, once.
 		return store.UserChannel{}, fmt.Errorf("sign-in: %w", err)
 	}
+	f.admin.hooks.track(s)
 	return waitSignin(ctx, s, out)
 }
 

@@ -144,6 +144,7 @@ func (c *Client) Stream(ctx context.Context, req *Request, onDelta func(string) 
 	if c.opts.APIKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
 	}
+	c.tracer.InjectHeader(ctx, hreq.Header)
 	res, err := c.opts.HTTPClient.Do(hreq)
 	if err != nil {
 		return nil, c.cause(ictx, err)

@@ -11,7 +11,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/xconn/xconn/host"
+	"github.com/xconn/xconn/internal/xtrace"
 	"github.com/xconn/xconn/protocol"
 )
 
@@ -208,8 +213,16 @@ func (t *turn) fail(ctx context.Context, log *slog.Logger, err error) error {
 }
 
 // runTool runs one tool call through the host and adds its result (or
-// error) as a tool message.
-func (t *turn) runTool(ctx context.Context, call ToolCall) error {
+// error) as a tool message, under an "execute_tool NAME" span when
+// tracing is on (the host's tool.invoke request is its child).
+func (t *turn) runTool(ctx context.Context, call ToolCall) (err error) {
+	if tr := t.a.client.tracer; tr != nil {
+		var span trace.Span
+		ctx, span = tr.Start(ctx, "execute_tool "+call.Function.Name, trace.SpanKindInternal,
+			attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", call.Function.Name),
+			attribute.String("gen_ai.tool.call.id", call.ID))
+		defer func() { xtrace.End(span, err) }()
+	}
 	def, ok := t.names[call.Function.Name]
 	if !ok {
 		t.addToolResult(call.ID, toolError(string(protocol.CodeUnknownTool), fmt.Sprintf("no tool named %q", call.Function.Name)), nil)
@@ -259,6 +272,9 @@ func (t *turn) runTool(ctx context.Context, call ToolCall) error {
 			msg = pe.Message
 		}
 		t.a.log.Info("openai agent: tool call failed", "tool", def.Name, "code", code)
+		if t.a.client.tracer != nil {
+			trace.SpanFromContext(ctx).SetStatus(codes.Error, code) // the execute_tool span; the model gets the error as the result
+		}
 		t.addToolResult(call.ID, toolError(code, msg), nil)
 		return nil
 	}

@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/xconn/xconn/connector"
 	"github.com/xconn/xconn/connectors/webchat"
 	"github.com/xconn/xconn/host"
@@ -46,6 +48,13 @@ const chatAPIKey = "chat-test-api-key-5c1d"
 
 func newChatSystem(t *testing.T, mod func(*openai.Options)) *chatSystem {
 	t.Helper()
+	return newChatSystemTraced(t, mod, nil, nil)
+}
+
+// newChatSystemTraced is newChatSystem with connTP handed to the connector
+// and hostTP to the host and the agent (nil: tracing off).
+func newChatSystemTraced(t *testing.T, mod func(*openai.Options), connTP, hostTP trace.TracerProvider) *chatSystem {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
@@ -69,7 +78,7 @@ func newChatSystem(t *testing.T, mod func(*openai.Options)) *chatSystem {
 	}
 	s.baseURL = "http://" + ln.Addr().String()
 	conn, err := webchat.New(webchat.Options{SDK: connector.Options{Store: cdb, APIKey: chatAPIKey,
-		DataDir: filepath.Join(dir, "files"), Logger: log}, PublicURL: s.baseURL})
+		DataDir: filepath.Join(dir, "files"), Logger: log, TracerProvider: connTP}, PublicURL: s.baseURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +91,7 @@ func newChatSystem(t *testing.T, mod func(*openai.Options)) *chatSystem {
 
 	s.model = openaitest.NewServer(openaitest.Options{APIKey: "sk-chat-canary-77"})
 	o := openai.Options{Model: "fake-model", BaseURL: s.model.URL, APIKey: "sk-chat-canary-77", Logger: log,
-		Retry: openai.RetryPolicy{MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}}
+		Retry: openai.RetryPolicy{MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}, TracerProvider: hostTP}
 	if mod != nil {
 		mod(&o)
 	}
@@ -91,7 +100,8 @@ func newChatSystem(t *testing.T, mod func(*openai.Options)) *chatSystem {
 		t.Fatal(err)
 	}
 	h, err := host.New(host.Options{Store: s.hdb, Delivery: s.hdb, Agent: agent, Logger: log,
-		FilesDir: filepath.Join(dir, "host-files"), ReconnectMin: 20 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
+		FilesDir: filepath.Join(dir, "host-files"), ReconnectMin: 20 * time.Millisecond, ReconnectMax: 200 * time.Millisecond,
+		TracerProvider: hostTP})
 	if err != nil {
 		t.Fatal(err)
 	}

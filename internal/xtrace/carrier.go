@@ -3,6 +3,7 @@ package xtrace
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -93,4 +94,15 @@ func (t *Tracer) InjectSpanContext(sc trace.SpanContext, env *protocol.Envelope)
 		return
 	}
 	t.Inject(trace.ContextWithSpanContext(context.Background(), sc), env)
+}
+
+// InjectHeader writes the span context of ctx into h as the W3C
+// traceparent and tracestate headers of an outgoing HTTP request (to a
+// model server or a target API), so a traced peer continues the trace. It
+// does nothing when t is nil or ctx carries no valid span context.
+func (t *Tracer) InjectHeader(ctx context.Context, h http.Header) {
+	if t == nil || h == nil || !trace.SpanContextFromContext(ctx).IsValid() {
+		return
+	}
+	propagator.Inject(ctx, propagation.HeaderCarrier(h))
 }

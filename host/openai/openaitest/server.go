@@ -100,8 +100,10 @@ type Request struct {
 	Method, Path string
 	// Authorization is the Authorization header ("" when none).
 	Authorization string
-	Body          Body
-	Raw           []byte
+	// Traceparent is the W3C traceparent header ("" when none).
+	Traceparent string
+	Body        Body
+	Raw         []byte
 	// Streamed is Body.Stream.
 	Streamed bool
 }
@@ -292,7 +294,8 @@ func (s *Server) WaitRequests(n int, d time.Duration) []Request {
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
-	req := Request{Method: r.Method, Path: r.URL.Path, Authorization: r.Header.Get("Authorization"), Raw: raw}
+	req := Request{Method: r.Method, Path: r.URL.Path, Authorization: r.Header.Get("Authorization"),
+		Traceparent: r.Header.Get("Traceparent"), Raw: raw}
 	bodyErr := json.Unmarshal(raw, &req.Body)
 	req.Streamed = req.Body.Stream
 
